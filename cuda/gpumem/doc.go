@@ -1,0 +1,36 @@
+// Package gpumem decides how much memory weft may take for its KV cache and
+// watches the GPU while it runs.
+//
+// It has three parts, all usable without a GPU:
+//
+//   - Sizing (sizing.go): pure functions that turn a memory budget into a
+//     number of KV blocks. BlocksForGPU follows vLLM's rule
+//     (num_blocks = (utilization*total - used_at_start - weights - workspace) /
+//     bytes_per_block); BlocksForCPU sizes the CPU pool from a byte budget or a
+//     fraction of RAM. Each returns a Plan whose String is the log line with
+//     the arithmetic.
+//   - Tracking (source.go, nvml_cgo.go, collector.go): a Source yields memory
+//     snapshots. OpenNVML reads them from NVML through go-nvml, which dlopens
+//     libnvidia-ml at run time; a machine without the library or the driver
+//     gets ErrNoGPU. Collector exports a Source as the Prometheus gauges
+//     weft_gpu_memory_{used,total,free}_bytes and weft_gpu_utilization_ratio.
+//   - Admission (gate.go): Gate.AdmitOK is the scheduler's optional capacity
+//     gate. It pauses admission when free memory drops below a margin and
+//     resumes only once free memory is back above a higher one (hysteresis),
+//     so admission does not flap.
+//
+// Ownership: a Gate is called from the scheduler's goroutine only; a Collector
+// may be scraped from any goroutine (it only reads its Source, and NVML is
+// thread-safe). Nothing here imports the cgo CUDA shim, and the NVML adapter
+// is built only with cgo (nvml_nocgo.go reports ErrNoGPU otherwise).
+//
+// Example (cmd/weft):
+//
+//	src, err := gpumem.OpenNVML(0)
+//	if errors.Is(err, gpumem.ErrNoGPU) { /* CPU backend */ }
+//	info, _ := src.Snapshot()
+//	plan, err := gpumem.BlocksForGPU(gpumem.GPUBudget{Total: info.Total, UsedAtStart: info.Used, ...})
+//	slog.Info(plan.String())
+//	gate, _ := gpumem.NewGate(src, gpumem.GateConfig{}, logger)
+//	prometheus.MustRegister(gpumem.NewCollector(src), gate)
+package gpumem

@@ -1,0 +1,297 @@
+package llama
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// ErrUnsupported is wrapped by load errors for architectures, tensor types or
+// hyper-parameters weft cannot run.
+var ErrUnsupported = errors.New("llama: unsupported model")
+
+// supportedTypes are the weight types the CPU backend can multiply.
+var supportedTypes = map[gguf.Type]bool{
+	gguf.TypeF32: true, gguf.TypeF16: true, gguf.TypeBF16: true,
+	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,
+	gguf.TypeQ8_0: true,
+	gguf.TypeQ2_K: true, gguf.TypeQ3_K: true, gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true,
+}
+
+// ReadHParams reads the hyper-parameters of a llama or qwen2 GGUF.
+func ReadHParams(f *gguf.File) (HParams, error) {
+	var hp HParams
+	arch := f.Arch()
+	switch arch {
+	case "llama", "qwen2":
+	case "":
+		return hp, fmt.Errorf("%w: general.architecture is missing", ErrUnsupported)
+	default:
+		return hp, fmt.Errorf("%w: architecture %q (weft runs llama and qwen2)", ErrUnsupported, arch)
+	}
+	hp.Arch = arch
+	hp.RopeNeox = arch == "qwen2"
+	req := func(key string) (int, error) {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok {
+			return 0, fmt.Errorf("llama: missing or invalid GGUF key %s.%s", arch, key)
+		}
+		if v == 0 || v > 1<<24 {
+			return 0, fmt.Errorf("llama: GGUF key %s.%s = %d out of range", arch, key, v)
+		}
+		return int(v), nil
+	}
+	var err error
+	if hp.Dim, err = req("embedding_length"); err != nil {
+		return hp, err
+	}
+	if hp.Layers, err = req("block_count"); err != nil {
+		return hp, err
+	}
+	if hp.FFN, err = req("feed_forward_length"); err != nil {
+		return hp, err
+	}
+	if hp.Heads, err = req("attention.head_count"); err != nil {
+		return hp, err
+	}
+	hp.KVHeads = hp.Heads
+	if _, ok := f.Get(arch + ".attention.head_count_kv"); ok {
+		if hp.KVHeads, err = req("attention.head_count_kv"); err != nil {
+			return hp, err
+		}
+	}
+	hp.ContextLen = 2048
+	if _, ok := f.Get(arch + ".context_length"); ok {
+		if hp.ContextLen, err = req("context_length"); err != nil {
+			return hp, err
+		}
+	}
+	if hp.Dim%hp.Heads != 0 {
+		return hp, fmt.Errorf("llama: embedding_length %d not divisible by head_count %d", hp.Dim, hp.Heads)
+	}
+	hp.HeadDim = hp.Dim / hp.Heads
+	if _, ok := f.Get(arch + ".attention.key_length"); ok {
+		if hp.HeadDim, err = req("attention.key_length"); err != nil {
+			return hp, err
+		}
+		if vl, ok := f.Uint(arch + ".attention.value_length"); ok && int(vl) != hp.HeadDim {
+			return hp, fmt.Errorf("%w: key_length %d != value_length %d", ErrUnsupported, hp.HeadDim, vl)
+		}
+	}
+	if hp.Heads%hp.KVHeads != 0 {
+		return hp, fmt.Errorf("llama: head_count %d not a multiple of head_count_kv %d", hp.Heads, hp.KVHeads)
+	}
+	if hp.HeadDim%2 != 0 {
+		return hp, fmt.Errorf("llama: head dimension %d is odd", hp.HeadDim)
+	}
+	if rd, ok := f.Uint(arch + ".rope.dimension_count"); ok && int(rd) != hp.HeadDim {
+		return hp, fmt.Errorf("%w: partial rotary embedding (rope.dimension_count %d, head dim %d)", ErrUnsupported, rd, hp.HeadDim)
+	}
+	hp.RopeBase = 10000
+	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+		hp.RopeBase = float32(v)
+	}
+	hp.NormEps = 1e-5
+	if arch == "qwen2" {
+		hp.NormEps = 1e-6
+	}
+	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		hp.NormEps = float32(v)
+	}
+	if st, ok := f.String(arch + ".rope.scaling.type"); ok && st != "none" {
+		switch st {
+		case "llama3":
+			sc := &Llama3Scaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigContextLen: 8192}
+			if v, ok := f.Float(arch + ".rope.scaling.factor"); ok {
+				sc.Factor = float32(v)
+			}
+			if v, ok := f.Float(arch + ".rope.scaling.low_freq_factor"); ok {
+				sc.LowFreqFactor = float32(v)
+			}
+			if v, ok := f.Float(arch + ".rope.scaling.high_freq_factor"); ok {
+				sc.HighFreqFactor = float32(v)
+			}
+			if v, ok := f.Uint(arch + ".rope.scaling.original_context_length"); ok {
+				sc.OrigContextLen = int(v)
+			}
+			hp.RopeScaling = sc
+		default:
+			return hp, fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
+		}
+	}
+	if v, ok := f.Uint(arch + ".vocab_size"); ok {
+		hp.VocabSize = int(v)
+	} else if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
+		hp.VocabSize = len(toks)
+	} else if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+		hp.VocabSize = int(t.Dims[1])
+	}
+	if hp.VocabSize <= 0 {
+		return hp, fmt.Errorf("llama: cannot determine the vocabulary size")
+	}
+	return hp, nil
+}
+
+// FromGGUF builds a Model over f's tensors. Weight data is not copied: the
+// Model is valid as long as f is open. Every tensor's shape is checked
+// against the hyper-parameters.
+func FromGGUF(f *gguf.File) (*Model, error) {
+	hp, err := ReadHParams(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{HP: hp}
+	used := map[string]bool{}
+	weight := func(name string, cols, rows int) (quant.Weight, error) {
+		t, ok := f.Tensor(name)
+		if !ok {
+			return quant.Weight{}, fmt.Errorf("llama: tensor %s is missing", name)
+		}
+		used[name] = true
+		if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) {
+			return quant.Weight{}, fmt.Errorf("llama: tensor %s has shape %v, want [%d %d]", name, t.Dims, cols, rows)
+		}
+		if !supportedTypes[t.Type] || !quant.Supported(t.Type) {
+			return quant.Weight{}, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, name, t.Type)
+		}
+		rb, err := t.Type.RowBytes(cols)
+		if err != nil {
+			return quant.Weight{}, fmt.Errorf("llama: tensor %s: %w", name, err)
+		}
+		if len(t.Data) != rb*rows {
+			return quant.Weight{}, fmt.Errorf("llama: tensor %s has %d bytes, want %d", name, len(t.Data), rb*rows)
+		}
+		return quant.Weight{Type: t.Type, Rows: rows, Cols: cols, Data: t.Data}, nil
+	}
+	vector := func(name string, n int, optional bool) ([]float32, error) {
+		t, ok := f.Tensor(name)
+		if !ok {
+			if optional {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("llama: tensor %s is missing", name)
+		}
+		used[name] = true
+		if len(t.Dims) != 1 || t.Dims[0] != uint64(n) {
+			return nil, fmt.Errorf("llama: tensor %s has shape %v, want [%d]", name, t.Dims, n)
+		}
+		return floatVector(name, t.Type, t.Data, n)
+	}
+	qDim, kvDim := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	if m.TokEmbd, err = weight("token_embd.weight", hp.Dim, hp.VocabSize); err != nil {
+		return nil, err
+	}
+	if m.OutNorm, err = vector("output_norm.weight", hp.Dim, false); err != nil {
+		return nil, err
+	}
+	if _, ok := f.Tensor("output.weight"); ok {
+		if m.Output, err = weight("output.weight", hp.Dim, hp.VocabSize); err != nil {
+			return nil, err
+		}
+	} else {
+		m.Output = m.TokEmbd
+	}
+	m.Layers = make([]Layer, hp.Layers)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		steps := []struct {
+			dst        *quant.Weight
+			name       string
+			cols, rows int
+		}{
+			{&l.Wq, "attn_q.weight", hp.Dim, qDim},
+			{&l.Wk, "attn_k.weight", hp.Dim, kvDim},
+			{&l.Wv, "attn_v.weight", hp.Dim, kvDim},
+			{&l.Wo, "attn_output.weight", qDim, hp.Dim},
+			{&l.WGate, "ffn_gate.weight", hp.Dim, hp.FFN},
+			{&l.WUp, "ffn_up.weight", hp.Dim, hp.FFN},
+			{&l.WDown, "ffn_down.weight", hp.FFN, hp.Dim},
+		}
+		for _, s := range steps {
+			if *s.dst, err = weight(p+s.name, s.cols, s.rows); err != nil {
+				return nil, err
+			}
+		}
+		if l.AttnNorm, err = vector(p+"attn_norm.weight", hp.Dim, false); err != nil {
+			return nil, err
+		}
+		if l.FFNNorm, err = vector(p+"ffn_norm.weight", hp.Dim, false); err != nil {
+			return nil, err
+		}
+		opt := hp.Arch != "qwen2"
+		if l.Bq, err = vector(p+"attn_q.bias", qDim, opt); err != nil {
+			return nil, err
+		}
+		if l.Bk, err = vector(p+"attn_k.bias", kvDim, opt); err != nil {
+			return nil, err
+		}
+		if l.Bv, err = vector(p+"attn_v.bias", kvDim, opt); err != nil {
+			return nil, err
+		}
+	}
+	if m.RopeFreqs, err = vector("rope_freqs.weight", hp.HeadDim/2, true); err != nil {
+		return nil, err
+	}
+	if m.RopeFreqs == nil && hp.RopeScaling != nil {
+		m.RopeFreqs = llama3FreqFactors(hp)
+	}
+	for _, t := range f.Tensors {
+		if !used[t.Name] {
+			return nil, fmt.Errorf("%w: unexpected tensor %s (%s %v)", ErrUnsupported, t.Name, t.Type, t.Dims)
+		}
+	}
+	return m, nil
+}
+
+// floatVector converts a 1-D F32/F16 tensor to []float32.
+func floatVector(name string, typ gguf.Type, data []byte, n int) ([]float32, error) {
+	out := make([]float32, n)
+	switch typ {
+	case gguf.TypeF32:
+		if len(data) != 4*n {
+			return nil, fmt.Errorf("llama: tensor %s has %d bytes, want %d", name, len(data), 4*n)
+		}
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	case gguf.TypeF16:
+		if len(data) != 2*n {
+			return nil, fmt.Errorf("llama: tensor %s has %d bytes, want %d", name, len(data), 2*n)
+		}
+		for i := range out {
+			out[i] = f16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	default:
+		return nil, fmt.Errorf("%w: 1-D tensor %s has type %s (want F32 or F16)", ErrUnsupported, name, typ)
+	}
+	return out, nil
+}
+
+// llama3FreqFactors computes the per-dimension-pair divisors of the rotary
+// frequencies for llama3 scaling (what converters store as rope_freqs.weight).
+func llama3FreqFactors(hp HParams) []float32 {
+	sc := hp.RopeScaling
+	out := make([]float32, hp.HeadDim/2)
+	lowWave := float64(sc.OrigContextLen) / float64(sc.LowFreqFactor)
+	highWave := float64(sc.OrigContextLen) / float64(sc.HighFreqFactor)
+	for i := range out {
+		freq := math.Pow(float64(hp.RopeBase), -float64(2*i)/float64(hp.HeadDim))
+		wave := 2 * math.Pi / freq
+		switch {
+		case wave < highWave:
+			out[i] = 1
+		case wave > lowWave:
+			out[i] = sc.Factor
+		default:
+			smooth := (float64(sc.OrigContextLen)/wave - float64(sc.LowFreqFactor)) /
+				float64(sc.HighFreqFactor-sc.LowFreqFactor)
+			out[i] = float32(1 / ((1-smooth)/float64(sc.Factor) + smooth))
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package llama
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+)
+
+// Quantize encodes src (a whole number of rows of cols values) as type t:
+// F32, F16, Q8_0, Q4_0 or Q4_K. The result decodes with quant.Dequantize.
+// The quantizers are simple round-to-nearest ones (no importance search),
+// enough for generated test models.
+func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
+	if cols <= 0 || len(src)%cols != 0 {
+		return nil, fmt.Errorf("llama: quantize: %d values are not rows of %d", len(src), cols)
+	}
+	rb, err := t.RowBytes(cols)
+	if err != nil {
+		return nil, fmt.Errorf("llama: quantize: %w", err)
+	}
+	rows := len(src) / cols
+	out := make([]byte, rows*rb)
+	var enc func(dst []byte, x []float32)
+	bl := t.BlockLen()
+	switch t {
+	case gguf.TypeF32:
+		enc = func(dst []byte, x []float32) { binary.LittleEndian.PutUint32(dst, math.Float32bits(x[0])) }
+	case gguf.TypeF16:
+		enc = func(dst []byte, x []float32) { binary.LittleEndian.PutUint16(dst, f32ToF16(x[0])) }
+	case gguf.TypeQ8_0:
+		enc = quantQ8_0
+	case gguf.TypeQ4_0:
+		enc = quantQ4_0
+	case gguf.TypeQ4_K:
+		enc = quantQ4_K
+	default:
+		return nil, fmt.Errorf("%w: no quantizer for %s", ErrUnsupported, t)
+	}
+	bs := t.BlockSize()
+	for i := 0; i < len(src)/bl; i++ {
+		enc(out[i*bs:(i+1)*bs], src[i*bl:(i+1)*bl])
+	}
+	return out, nil
+}
+
+func quantQ8_0(dst []byte, x []float32) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	d := amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, f32ToF16(d))
+	for i, v := range x {
+		dst[2+i] = byte(int8(math.Round(float64(v * id))))
+	}
+}
+
+func quantQ4_0(dst []byte, x []float32) {
+	var amax, mx float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, mx = a, v
+		}
+	}
+	d := mx / -8
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, f32ToF16(d))
+	q := func(v float32) byte { return byte(min(15, max(0, int(v*id+8.5)))) }
+	for j := range 16 {
+		dst[2+j] = q(x[j]) | q(x[j+16])<<4
+	}
+}
+
+func quantQ4_K(dst []byte, x []float32) {
+	var scales, mins [8]float32
+	for s := range 8 {
+		sub := x[32*s : 32*s+32]
+		lo, hi := float32(0), float32(0)
+		for i, v := range sub {
+			if i == 0 || v < lo {
+				lo = v
+			}
+			if i == 0 || v > hi {
+				hi = v
+			}
+		}
+		lo = min(lo, 0)
+		scales[s] = (hi - lo) / 15
+		mins[s] = -lo
+	}
+	var maxSc, maxMin float32
+	for s := range 8 {
+		maxSc, maxMin = max(maxSc, scales[s]), max(maxMin, mins[s])
+	}
+	d := roundF16(maxSc / 63)
+	dmin := roundF16(maxMin / 63)
+	var sc, mn [8]uint8
+	for s := range 8 {
+		if d > 0 {
+			sc[s] = uint8(min(63, math.Round(float64(scales[s]/d))))
+		}
+		if dmin > 0 {
+			mn[s] = uint8(min(63, math.Ceil(float64(mins[s]/dmin))))
+		}
+	}
+	binary.LittleEndian.PutUint16(dst[0:], f32ToF16(d))
+	binary.LittleEndian.PutUint16(dst[2:], f32ToF16(dmin))
+	p := dst[4:16]
+	for j := range 4 {
+		p[j] = sc[j]&63 | (sc[j+4]>>4)<<6
+		p[j+4] = mn[j]&63 | (mn[j+4]>>4)<<6
+		p[j+8] = sc[j+4]&0xf | (mn[j+4]&0xf)<<4
+	}
+	qs := dst[16:]
+	for s := range 8 {
+		scale := d * float32(sc[s])
+		off := dmin * float32(mn[s])
+		for i := range 32 {
+			var q int
+			if scale > 0 {
+				q = int(math.Round(float64((x[32*s+i] + off) / scale)))
+			}
+			q = min(15, max(0, q))
+			j := s / 2 * 32
+			if s%2 == 0 {
+				qs[j+i] |= byte(q)
+			} else {
+				qs[j+i] |= byte(q) << 4
+			}
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package quant
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/cpu"
+)
+
+type isaKind int
+
+const (
+	isaGo     isaKind = iota // pure Go
+	isaC                     // portable C (compiler's baseline vectors)
+	isaAVX2                  // AVX2 + FMA + F16C
+	isaAVX512                // AVX-512 F/BW/VL/DQ + FMA + F16C
+)
+
+func (k isaKind) String() string {
+	return [...]string{"go", "c", "avx2", "avx512"}[k]
+}
+
+// activeISA is chosen once at start-up from what the CPU offers.
+var activeISA = bestISA()
+
+func bestISA() isaKind {
+	if !cgoKernels {
+		return isaGo
+	}
+	x := cpu.X86
+	switch {
+	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ && x.HasFMA && x.HasAVX2 && x.HasOSXSAVE:
+		return isaAVX512
+	case x.HasAVX2 && x.HasFMA && x.HasOSXSAVE:
+		return isaAVX2 // every AVX2 CPU also has F16C
+	}
+	return isaC
+}
+
+// ISA names the kernel set in use: "avx512", "avx2", "c" or "go".
+func ISA() string { return activeISA.String() }
+
+// availableISAs lists every kernel set this CPU can run, best last.
+func availableISAs() []isaKind {
+	var out []isaKind
+	for k := isaGo; k <= bestISA(); k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// setISA switches kernels (tests and benchmarks); it returns the previous.
+func setISA(k isaKind) isaKind {
+	if k > bestISA() {
+		panic(fmt.Sprintf("quant: %v kernels not available on this CPU", k))
+	}
+	old := activeISA
+	activeISA = k
+	return old
+}

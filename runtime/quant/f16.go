@@ -1,0 +1,92 @@
+package quant
+
+import "math"
+
+// F16ToF32 converts an IEEE 754 binary16 value to float32 exactly
+// (subnormals, infinities and NaN payloads included).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf / nan: keep the payload in the top mantissa bits
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	}
+	// subnormal: normalise
+	e := uint32(113)
+	for mant&0x400 == 0 {
+		mant <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
+}
+
+// F32ToF16 converts float32 to binary16 with round-to-nearest-even, the
+// rounding of the x86 F16C instruction ggml uses (overflow gives ±inf,
+// NaN stays NaN, quietened, with the top payload bits kept).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	mant := b & 0x7fffff
+	if exp == 0xff {
+		if mant == 0 {
+			return sign | 0x7c00
+		}
+		return sign | 0x7e00 | uint16(mant>>13)
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		// subnormal half (or zero): value = mant24 * 2^(exp-150); half unit 2^-24
+		if e < -10 {
+			return sign // below half of the smallest subnormal (ties included)
+		}
+		m := mant | 0x800000
+		shift := uint32(14 - e) // 24-bit mantissa -> subnormal half mantissa
+		half := m >> shift
+		rem := m & (1<<shift - 1)
+		mid := uint32(1) << (shift - 1)
+		if rem > mid || (rem == mid && half&1 == 1) {
+			half++
+		}
+		return sign | uint16(half)
+	}
+	half := uint32(e)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
+		half++ // may carry into the exponent, up to inf: correct
+	}
+	return sign | uint16(half)
+}
+
+// F16ToF32s converts len(dst) halves from src; len(src) must be >= len(dst).
+func F16ToF32s(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	if len(dst) >= bulkMin && f16ToF32sFast(dst, src) {
+		return
+	}
+	for i, h := range src {
+		dst[i] = F16ToF32(h)
+	}
+}
+
+// F32ToF16s converts len(dst) floats from src; len(src) must be >= len(dst).
+func F32ToF16s(dst []uint16, src []float32) {
+	src = src[:len(dst)]
+	if len(dst) >= bulkMin && f32ToF16sFast(dst, src) {
+		return
+	}
+	for i, f := range src {
+		dst[i] = F32ToF16(f)
+	}
+}
+
+// bulkMin is the slice length from which the bulk helpers call the SIMD code.
+const bulkMin = 128

@@ -1,0 +1,390 @@
+// kern_body.h: the matrix kernels, compiled once per instruction set.
+// Included by kernels.h with SFX (name suffix), VW (floats per vector) and
+// NRMAX (tokens per micro-kernel call) defined, under a GCC target pragma.
+// Plain C with GCC vector extensions: the compiler maps vf to one zmm / ymm /
+// xmm (NEON q) register and fuses "acc += w * x" into FMAs where available.
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SFX)
+
+typedef float FN(vf) __attribute__((vector_size(VW * 4)));
+typedef float FN(vfu) __attribute__((vector_size(VW * 4), aligned(4), may_alias));
+
+static inline __attribute__((always_inline)) FN(vf) FN(ld)(const float *p) {
+	return *(const FN(vfu) *)p;
+}
+
+static inline __attribute__((always_inline)) float FN(hsum)(FN(vf) v) {
+	float s = 0;
+	// pairwise tree; GCC turns this into shuffles + adds
+#if VW == 16
+	float a[16];
+	memcpy(a, &v, sizeof a);
+	for (int i = 0; i < 8; i++) a[i] += a[i + 8];
+	for (int i = 0; i < 4; i++) a[i] += a[i + 4];
+	s = (a[0] + a[2]) + (a[1] + a[3]);
+#elif VW == 8
+	float a[8];
+	memcpy(a, &v, sizeof a);
+	for (int i = 0; i < 4; i++) a[i] += a[i + 4];
+	s = (a[0] + a[2]) + (a[1] + a[3]);
+#else
+	float a[VW];
+	memcpy(a, &v, sizeof a);
+	for (int i = 0; i < VW; i++) s += a[i];
+#endif
+	return s;
+}
+
+// micro computes y[j*ldy + i] = sum_k w[i*ldw + k] * x[j*ldx + k] for
+// i < MR, j < NR; always inlined with constant MR, NR so the accumulators
+// live in registers.
+static inline __attribute__((always_inline)) void FN(micro)(const float *w, long ldw, const float *x, long ldx, int K,
+							     float *y, long ldy, const int MR, const int NR) {
+	FN(vf) acc[4][NRMAX];
+	for (int i = 0; i < MR; i++)
+		for (int j = 0; j < NR; j++) acc[i][j] = (FN(vf)){0};
+	int k = 0;
+	for (; k + VW <= K; k += VW) {
+		FN(vf) xv[NRMAX];
+		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
+		for (int i = 0; i < MR; i++) {
+			FN(vf) wv = FN(ld)(w + i * ldw + k);
+			for (int j = 0; j < NR; j++) acc[i][j] += wv * xv[j];
+		}
+	}
+	for (int i = 0; i < MR; i++)
+		for (int j = 0; j < NR; j++) {
+			float s = FN(hsum)(acc[i][j]);
+			for (int kk = k; kk < K; kk++) s += w[i * ldw + kk] * x[j * ldx + kk];
+			y[j * ldy + i] = s;
+		}
+}
+
+// block multiplies rows [0, m) of the f32 tile w (row stride ldw) with all n
+// tokens of x, writing y (token stride ldy).
+static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
+	int j = 0;
+	for (; j + NRMAX <= n; j += NRMAX) {
+		int i = 0;
+		for (; i + 4 <= m; i += 4) FN(micro)(w + i * ldw, ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 4, NRMAX);
+		for (; i < m; i++) FN(micro)(w + i * ldw, ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 1, NRMAX);
+	}
+	int rem = n - j;
+	if (rem == 0) return;
+	int i = 0;
+	for (; i + 4 <= m; i += 4) {
+		const float *wi = w + i * ldw;
+		const float *xj = x + j * ldx;
+		float *yj = y + j * ldy + i;
+		switch (rem) {
+		case 1: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 1); break;
+#if NRMAX > 2
+		case 2: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 2); break;
+#endif
+#if NRMAX > 3
+		case 3: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 3); break;
+#endif
+#if NRMAX > 4
+		case 4: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 4); break;
+#endif
+#if NRMAX > 5
+		case 5: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 5); break;
+#endif
+		default:
+			for (int jj = 0; jj < rem; jj++) FN(micro)(wi, ldw, xj + jj * ldx, ldx, K, yj + jj * ldy, ldy, 4, 1);
+		}
+	}
+	for (; i < m; i++)
+		for (int jj = j; jj < n; jj++) FN(micro)(w + i * ldw, ldw, x + jj * ldx, ldx, K, y + jj * ldy + i, ldy, 1, 1);
+}
+
+// ---- row dequantizers (same arithmetic as the Go reference) ----
+
+static void FN(dq_f16)(const uint8_t *src, float *dst, int K) {
+	const uint16_t *h = (const uint16_t *)src;
+	int k = 0;
+#if defined(HAVE_F16C) && VW == 16
+	for (; k + 16 <= K; k += 16) _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + k))));
+#elif defined(HAVE_F16C)
+	for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + k))));
+#endif
+	for (; k < K; k++) dst[k] = weft_f16_to_f32(h[k]);
+}
+
+static void FN(dq_bf16)(const uint8_t *src, float *dst, int K) {
+	const uint16_t *h = (const uint16_t *)src;
+	uint32_t *d = (uint32_t *)dst;
+	for (int k = 0; k < K; k++) d[k] = (uint32_t)h[k] << 16;
+}
+
+static void FN(dq_q8_0)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = src + b * 34;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		const int8_t *q = (const int8_t *)(blk + 2);
+		float *y = dst + b * 32;
+		for (int j = 0; j < 32; j++) y[j] = (float)q[j] * d;
+	}
+}
+
+static void FN(dq_q4_0)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = src + b * 18;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		const uint8_t *q = blk + 2;
+		float *y = dst + b * 32;
+		for (int j = 0; j < 16; j++) {
+			y[j] = (float)((int)(q[j] & 15) - 8) * d;
+			y[j + 16] = (float)((int)(q[j] >> 4) - 8) * d;
+		}
+	}
+}
+
+static void FN(dq_q4_1)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = src + b * 20;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		float m = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		const uint8_t *q = blk + 4;
+		float *y = dst + b * 32;
+		for (int j = 0; j < 16; j++) {
+			y[j] = (float)(q[j] & 15) * d + m;
+			y[j + 16] = (float)(q[j] >> 4) * d + m;
+		}
+	}
+}
+
+static void FN(dq_q5_0)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = src + b * 22;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		uint32_t qh;
+		memcpy(&qh, blk + 2, 4);
+		const uint8_t *q = blk + 6;
+		float *y = dst + b * 32;
+		for (int j = 0; j < 16; j++) {
+			int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+			y[j] = (float)((int)((q[j] & 15) | h0) - 16) * d;
+			y[j + 16] = (float)((int)((q[j] >> 4) | h1) - 16) * d;
+		}
+	}
+}
+
+static void FN(dq_q5_1)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = src + b * 24;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		float m = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		uint32_t qh;
+		memcpy(&qh, blk + 4, 4);
+		const uint8_t *q = blk + 8;
+		float *y = dst + b * 32;
+		for (int j = 0; j < 16; j++) {
+			int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+			y[j] = (float)((q[j] & 15) | h0) * d + m;
+			y[j + 16] = (float)((q[j] >> 4) | h1) * d + m;
+		}
+	}
+}
+
+static void FN(dq_q2_k)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 256; b++) {
+		const uint8_t *blk = src + b * 84, *sc = blk, *q = blk + 16;
+		float d = weft_f16_to_f32(blk[80] | blk[81] << 8), dmin = weft_f16_to_f32(blk[82] | blk[83] << 8);
+		float *y = dst + b * 256;
+		int is = 0;
+		for (int n = 0; n < 2; n++, q += 32)
+			for (int shift = 0; shift < 8; shift += 2)
+				for (int h = 0; h < 2; h++, is++) {
+					float dl = d * (float)(sc[is] & 15), ml = dmin * (float)(sc[is] >> 4);
+					for (int l = 0; l < 16; l++) *y++ = dl * (float)((q[h * 16 + l] >> shift) & 3) - ml;
+				}
+	}
+}
+
+static void FN(dq_q3_k)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 256; b++) {
+		const uint8_t *blk = src + b * 110, *hm = blk, *q = blk + 32, *s = blk + 96;
+		float d = weft_f16_to_f32(blk[108] | blk[109] << 8);
+		int sc[16];
+		for (int j = 0; j < 16; j++)
+			sc[j] = (((s[j % 8] >> (4 * (j / 8))) & 15) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+		float *y = dst + b * 256;
+		int is = 0;
+		uint8_t m = 1;
+		for (int n = 0; n < 2; n++, q += 32)
+			for (int shift = 0; shift < 8; shift += 2, m <<= 1)
+				for (int h = 0; h < 2; h++, is++) {
+					float dl = d * (float)sc[is];
+					for (int l = 0; l < 16; l++) {
+						int v = (q[h * 16 + l] >> shift) & 3;
+						if (!(hm[h * 16 + l] & m)) v -= 4;
+						*y++ = dl * (float)v;
+					}
+				}
+	}
+}
+
+static inline void FN(k4sm)(int j, const uint8_t *q, int *sc, int *m) {
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
+static void FN(dq_q4_k)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 256; b++) {
+		const uint8_t *blk = src + b * 144, *scales = blk + 4, *q = blk + 16;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8), dmin = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float *y = dst + b * 256;
+		for (int j = 0; j < 4; j++, q += 32, y += 64) {
+			int s1, m1, s2, m2;
+			FN(k4sm)(2 * j, scales, &s1, &m1);
+			FN(k4sm)(2 * j + 1, scales, &s2, &m2);
+			float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
+			for (int l = 0; l < 32; l++) {
+				y[l] = d1 * (float)(q[l] & 15) - mm1;
+				y[l + 32] = d2 * (float)(q[l] >> 4) - mm2;
+			}
+		}
+	}
+}
+
+static void FN(dq_q5_k)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 256; b++) {
+		const uint8_t *blk = src + b * 176, *scales = blk + 4, *qh = blk + 16, *q = blk + 48;
+		float d = weft_f16_to_f32(blk[0] | blk[1] << 8), dmin = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float *y = dst + b * 256;
+		for (int j = 0; j < 4; j++, q += 32, y += 64) {
+			int s1, m1, s2, m2;
+			FN(k4sm)(2 * j, scales, &s1, &m1);
+			FN(k4sm)(2 * j + 1, scales, &s2, &m2);
+			float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
+			uint8_t u1 = 1 << (2 * j), u2 = 2 << (2 * j);
+			for (int l = 0; l < 32; l++) {
+				y[l] = d1 * (float)((q[l] & 15) + ((qh[l] & u1) ? 16 : 0)) - mm1;
+				y[l + 32] = d2 * (float)((q[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - mm2;
+			}
+		}
+	}
+}
+
+static void FN(dq_q6_k)(const uint8_t *src, float *dst, int K) {
+	for (int b = 0; b < K / 256; b++) {
+		const uint8_t *blk = src + b * 210;
+		float d = weft_f16_to_f32(blk[208] | blk[209] << 8);
+		float *y = dst + b * 256;
+		for (int n = 0; n < 2; n++) {
+			const uint8_t *ql = blk + 64 * n, *qh = blk + 128 + 32 * n;
+			const int8_t *sc = (const int8_t *)(blk + 192 + 8 * n);
+			float *yy = y + 128 * n;
+			float ds[8];
+			for (int i = 0; i < 8; i++) ds[i] = d * (float)sc[i];
+			for (int l = 0; l < 32; l++) {
+				int is = l / 16;
+				int q1 = (int)((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32;
+				int q2 = (int)((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+				int q3 = (int)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+				int q4 = (int)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+				yy[l] = ds[is] * (float)q1;
+				yy[l + 32] = ds[is + 2] * (float)q2;
+				yy[l + 64] = ds[is + 4] * (float)q3;
+				yy[l + 96] = ds[is + 6] * (float)q4;
+			}
+		}
+	}
+}
+
+typedef void (*FN(dqfn))(const uint8_t *, float *, int);
+
+static FN(dqfn) FN(dq_for)(int type) {
+	switch (type) {
+	case 1: return FN(dq_f16);
+	case 30: return FN(dq_bf16);
+	case 8: return FN(dq_q8_0);
+	case 2: return FN(dq_q4_0);
+	case 3: return FN(dq_q4_1);
+	case 6: return FN(dq_q5_0);
+	case 7: return FN(dq_q5_1);
+	case 10: return FN(dq_q2_k);
+	case 11: return FN(dq_q3_k);
+	case 12: return FN(dq_q4_k);
+	case 13: return FN(dq_q5_k);
+	case 14: return FN(dq_q6_k);
+	}
+	return 0;
+}
+
+// matmul: rows [r0, r1) of y = W x for n tokens. F32 weights are used in
+// place; other types are dequantized RB rows at a time into a thread-local
+// f32 tile (row stride K), which then meets every token while it sits in
+// L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
+static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		      long ldy) {
+	if (type == 0) {
+		for (int r = r0; r < r1; r += 64) {
+			int m = r1 - r < 64 ? r1 - r : 64;
+			FN(block)((const float *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy);
+		}
+		return 0;
+	}
+	FN(dqfn) dq = FN(dq_for)(type);
+	if (!dq) return -1;
+	int rb = weft_tile_rows(K, n);
+	float *tile = weft_scratch((long)rb * K);
+	if (!tile) return -1;
+	for (int r = r0; r < r1; r += rb) {
+		int m = r1 - r < rb ? r1 - r : rb;
+		for (int i = 0; i < m; i++) dq(w + (long)(r + i) * rowBytes, tile + (long)i * K, K);
+		FN(block)(tile, K, m, x, K, n, K, y + r, ldy);
+	}
+	return 0;
+}
+
+// ---- vector kernels ----
+
+static float FN(dot)(const float *a, const float *b, long n) {
+	FN(vf) s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+	long i = 0;
+	for (; i + 4 * VW <= n; i += 4 * VW) {
+		s0 += FN(ld)(a + i) * FN(ld)(b + i);
+		s1 += FN(ld)(a + i + VW) * FN(ld)(b + i + VW);
+		s2 += FN(ld)(a + i + 2 * VW) * FN(ld)(b + i + 2 * VW);
+		s3 += FN(ld)(a + i + 3 * VW) * FN(ld)(b + i + 3 * VW);
+	}
+	for (; i + VW <= n; i += VW) s0 += FN(ld)(a + i) * FN(ld)(b + i);
+	float s = FN(hsum)((s0 + s1) + (s2 + s3));
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+static void FN(f16_to_f32s)(float *dst, const uint16_t *src, long n) {
+	long i = 0;
+#if defined(HAVE_F16C) && VW == 16
+	for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
+#elif defined(HAVE_F16C)
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+#endif
+	for (; i < n; i++) dst[i] = weft_f16_to_f32(src[i]);
+}
+
+static void FN(f32_to_f16s)(uint16_t *dst, const float *src, long n) {
+	long i = 0;
+#if defined(HAVE_F16C) && VW == 16
+	for (; i + 16 <= n; i += 16)
+		_mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#elif defined(HAVE_F16C)
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+	for (; i < n; i++) dst[i] = weft_f32_to_f16(src[i]);
+}
+
+#undef FN
+#undef CAT
+#undef CAT_

@@ -1,0 +1,44 @@
+//go:build cgo
+
+package quant
+
+/*
+#cgo CFLAGS: -O3 -std=gnu11 -Wno-unused-function
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+const cgoKernels = true
+
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+	rc := C.weft_matmul(C.int(isa-isaC), C.int(w.Type), (*C.uint8_t)(unsafe.Pointer(&w.Data[0])), C.long(rb),
+		C.int(w.Cols), C.int(r0), C.int(r1), (*C.float)(&x[0]), C.int(n), (*C.float)(&y[0]), C.long(w.Rows))
+	if rc != 0 {
+		panic(fmt.Sprintf("quant: C kernel failed for %v (out of memory?)", w.Type))
+	}
+}
+
+func dotC(isa isaKind, a, b []float32) float32 {
+	return float32(C.weft_dot(C.int(isa-isaC), (*C.float)(&a[0]), (*C.float)(&b[0]), C.long(len(a))))
+}
+
+func f16ToF32sFast(dst []float32, src []uint16) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_f16_to_f32s(C.int(activeISA-isaC), (*C.float)(&dst[0]), (*C.uint16_t)(&src[0]), C.long(len(dst)))
+	return true
+}
+
+func f32ToF16sFast(dst []uint16, src []float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_f32_to_f16s(C.int(activeISA-isaC), (*C.uint16_t)(&dst[0]), (*C.float)(&src[0]), C.long(len(dst)))
+	return true
+}

@@ -1,0 +1,14 @@
+//go:build !cgo
+
+package quant
+
+const cgoKernels = false
+
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+	matmulRowsGo(w, rb, r0, r1, x, n, y)
+}
+
+func dotC(isa isaKind, a, b []float32) float32 { return dotGo(a, b) }
+
+func f16ToF32sFast(dst []float32, src []uint16) bool { return false }
+func f32ToF16sFast(dst []uint16, src []float32) bool { return false }

@@ -1,0 +1,179 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+)
+
+var allTypes = []gguf.Type{
+	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1,
+	gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+}
+
+// scaleOffsets lists where each block type keeps its f16 scales, so random
+// test blocks get finite, moderate scales.
+var scaleOffsets = map[gguf.Type][]int{
+	gguf.TypeQ8_0: {0}, gguf.TypeQ4_0: {0}, gguf.TypeQ4_1: {0, 2}, gguf.TypeQ5_0: {0}, gguf.TypeQ5_1: {0, 2},
+	gguf.TypeQ2_K: {80, 82}, gguf.TypeQ3_K: {108}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208},
+}
+
+// randomWeight builds a rows x cols weight of type typ with random content.
+func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) Weight {
+	rb, err := typ.RowBytes(cols)
+	if err != nil {
+		panic(err)
+	}
+	data := make([]byte, rows*rb)
+	switch typ {
+	case gguf.TypeF32:
+		for i := 0; i < len(data); i += 4 {
+			binary.LittleEndian.PutUint32(data[i:], math.Float32bits(float32(rng.NormFloat64())))
+		}
+	case gguf.TypeF16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], F32ToF16(float32(rng.NormFloat64())))
+		}
+	case gguf.TypeBF16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], uint16(math.Float32bits(float32(rng.NormFloat64()))>>16))
+		}
+	default:
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		bs := typ.BlockSize()
+		for b := 0; b < len(data); b += bs {
+			for _, off := range scaleOffsets[typ] {
+				binary.LittleEndian.PutUint16(data[b+off:], F32ToF16(float32(rng.Float64()*0.02+0.001)))
+			}
+		}
+	}
+	return Weight{Type: typ, Rows: rows, Cols: cols, Data: data}
+}
+
+func randomVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// TestMatMulMatchesReference runs every kernel set this CPU has against the
+// float64 reference for every type, several shapes and token counts.
+func TestMatMulMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	type shape struct{ rows, cols int }
+	for _, typ := range allTypes {
+		var shapes []shape
+		switch typ.BlockLen() {
+		case 1:
+			shapes = []shape{{1, 1}, {3, 17}, {37, 172}, {64, 64}, {301, 768}}
+		case 32:
+			shapes = []shape{{1, 32}, {5, 64}, {37, 96}, {301, 768}}
+		default:
+			shapes = []shape{{1, 256}, {7, 256}, {33, 512}, {301, 768}}
+		}
+		for _, sh := range shapes {
+			w := randomWeight(rng, typ, sh.rows, sh.cols)
+			for _, n := range []int{1, 3, 17, 64} {
+				if sh.rows*sh.cols*n > 4_000_000 {
+					continue
+				}
+				x := randomVec(rng, n*sh.cols)
+				want := make([]float32, n*sh.rows)
+				matMulRef(want, w, x, n)
+				bound := make([]float64, n*sh.rows) // sum |w||x| per output
+				row := make([]float32, sh.cols)
+				for r := range sh.rows {
+					w.Row(r, row)
+					for tok := range n {
+						for k, v := range row {
+							bound[tok*sh.rows+r] += math.Abs(float64(v) * float64(x[tok*sh.cols+k]))
+						}
+					}
+				}
+				for _, isa := range availableISAs() {
+					name := fmt.Sprintf("%v/%dx%d/n=%d/%v", typ, sh.rows, sh.cols, n, isa)
+					old := setISA(isa)
+					got := make([]float32, n*sh.rows+1)
+					got[len(got)-1] = 42 // guard
+					MatMul(got, w, x, n)
+					setISA(old)
+					if got[len(got)-1] != 42 {
+						t.Errorf("%s: wrote past n*Rows", name)
+					}
+					bad := 0
+					for i := range want {
+						tol := 1e-5*bound[i] + 1e-6
+						if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
+							if bad < 3 {
+								t.Errorf("%s: y[%d] = %g, want %g (tol %g)", name, i, got[i], want[i], tol)
+							}
+							bad++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMatMulConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := randomWeight(rng, gguf.TypeQ8_0, 512, 768)
+	x := randomVec(rng, 4*768)
+	want := make([]float32, 4*512)
+	MatMul(want, w, x, 4)
+	done := make(chan []float32)
+	for range 4 {
+		go func() {
+			y := make([]float32, 4*512)
+			MatMul(y, w, x, 4)
+			done <- y
+		}()
+	}
+	for range 4 {
+		y := <-done
+		for i := range y {
+			if y[i] != want[i] {
+				t.Fatalf("concurrent MatMul differs at %d: %g vs %g", i, y[i], want[i])
+			}
+		}
+	}
+}
+
+func TestMatMulPanicsOnBadShapes(t *testing.T) {
+	w := Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 32)}
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"short x", func() { MatMul(make([]float32, 2), w, make([]float32, 3), 1) }},
+		{"short y", func() { MatMul(make([]float32, 1), w, make([]float32, 4), 1) }},
+		{"short data", func() {
+			MatMul(make([]float32, 2), Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 31)}, make([]float32, 4), 1)
+		}},
+		{"bad type", func() {
+			MatMul(make([]float32, 2), Weight{Type: gguf.TypeQ8_K, Rows: 1, Cols: 256, Data: make([]byte, 292)}, make([]float32, 256), 1)
+		}},
+		{"cols not whole blocks", func() {
+			MatMul(make([]float32, 2), Weight{Type: gguf.TypeQ8_0, Rows: 1, Cols: 33, Data: make([]byte, 34)}, make([]float32, 33), 1)
+		}},
+	}
+	for _, c := range cases {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			c.f()
+		}()
+	}
+}

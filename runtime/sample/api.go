@@ -1,0 +1,37 @@
+package sample
+
+// Params are a request's sampling parameters. Zero values mean "off"
+// (Temperature 0 is greedy).
+type Params struct {
+	Temperature       float32 // 0: greedy (argmax)
+	TopK              int     // 0: off
+	TopP              float32 // 0 or 1: off
+	MinP              float32 // 0: off
+	RepetitionPenalty float32 // 0 or 1: off (llama.cpp/CTRL style: divide positive logits, multiply negative)
+	PresencePenalty   float32 // 0: off
+	FrequencyPenalty  float32 // 0: off
+	Seed              uint64  // RNG seed; same seed, same output
+	Logprobs          bool    // report the chosen token's logprob
+	TopLogprobs       int     // also report the n most likely tokens (0: none)
+
+	// PenaltyLastN is the window of RepetitionPenalty: the last N tokens of
+	// prompt+generated text are penalized. 0 means DefaultPenaltyLastN (64,
+	// llama.cpp's penalty_last_n default); -1 means the whole sequence.
+	// Presence and frequency penalties ignore it: they count every generated
+	// token (OpenAI/vLLM semantics).
+	PenaltyLastN int
+}
+
+// TokenLogprob is one token with its log-probability (natural log, over the
+// full softmax of the model's logits before sampling filters).
+type TokenLogprob struct {
+	Token   int32
+	Logprob float32
+}
+
+// Result is one sampled token.
+type Result struct {
+	Token   int32
+	Logprob float32        // valid when Params.Logprobs (or TopLogprobs > 0)
+	Top     []TokenLogprob // len Params.TopLogprobs, most likely first
+}

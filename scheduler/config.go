@@ -1,0 +1,156 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weft-inference/weft/runtime"
+)
+
+// Model runs one step of the batch and samples: results[i] is valid when
+// seqs[i].Sampler != nil. runtime.Engine implements it.
+type Model interface {
+	Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error)
+}
+
+// TextDecoder turns generated ids into UTF-8 text incrementally
+// (*tokenizer.StreamDecoder implements it).
+type TextDecoder interface {
+	Add(id int32) string
+	Flush() string
+}
+
+// Capacity is an optional admission gate (a GPU memory tracker, say). The
+// scheduler asks it before admitting a request that needs new KV blocks;
+// when it says no, admission pauses (requests wait, none fail) and Stats
+// reports the reason.
+type Capacity interface {
+	AdmitOK() (ok bool, reason string)
+}
+
+// Batching modes.
+const (
+	// BatchingContinuous merges every in-flight sequence into one ragged
+	// batch per step; sequences join and leave at any step.
+	BatchingContinuous = "continuous"
+	// BatchingStatic runs fixed groups of up to BatchSize requests that
+	// start together and end together (the baseline for benchmarks).
+	BatchingStatic = "static"
+)
+
+// Sentinel errors. Submit wraps them with %w; the server maps them to gRPC
+// status codes.
+var (
+	ErrInvalidRequest = errors.New("scheduler: invalid request")
+	ErrPromptTooLong  = errors.New("scheduler: prompt too long")
+	ErrQueueFull      = errors.New("scheduler: waiting queue full")
+	ErrDraining       = errors.New("scheduler: draining, not accepting requests")
+	ErrClosed         = errors.New("scheduler: closed")
+)
+
+// Config configures a Scheduler. Zero values take the defaults noted.
+type Config struct {
+	// BlockSize is the number of token positions per KV block
+	// (runtime.KVInfo.BlockSize). Required.
+	BlockSize int
+	// NumBlocks is the number of blocks in the KV pool
+	// (runtime.KVInfo.NumBlocks). Required.
+	NumBlocks int
+	// MaxSeqs caps the number of sequences in one batch (running
+	// sequences). Default 256.
+	MaxSeqs int
+	// MaxBatchTokens caps the tokens fed in one step (decode tokens plus
+	// prompt chunks). Default 2048; at least MaxSeqs is sensible.
+	MaxBatchTokens int
+	// MaxWaiting caps the requests submitted but not yet admitted; Submit
+	// fails with ErrQueueFull beyond it. Default 1024.
+	MaxWaiting int
+	// ContextLen is the model's context length: a sequence ends with
+	// FinishLength when prompt+generated reaches it. Default (and upper
+	// bound) NumBlocks*BlockSize, the most one sequence can hold.
+	ContextLen int
+	// Batching is BatchingContinuous (default) or BatchingStatic.
+	Batching string
+	// BatchSize is the group size in static mode. Default MaxSeqs.
+	BatchSize int
+	// WatermarkBlocks are kept free when admitting a request while others
+	// run, so running sequences can still grow. Default NumBlocks/100, at
+	// least 1.
+	WatermarkBlocks int
+	// NewDecoder makes one TextDecoder per sequence. Nil: no text is
+	// produced (token ids only) and stop strings never match.
+	NewDecoder func() TextDecoder
+	// IsEOG reports end-of-generation tokens. Nil: none.
+	IsEOG func(int32) bool
+	// VocabSize, when > 0, lets Submit validate sampling parameters.
+	VocabSize int
+	// Capacity is an optional admission gate.
+	Capacity Capacity
+	// CapacityRetry is how long the idle loop waits before asking a
+	// Capacity that said no again. Default 20ms.
+	CapacityRetry time.Duration
+	// DisablePrefixCache turns off reuse of cached prompt prefixes.
+	DisablePrefixCache bool
+}
+
+func (c *Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("scheduler: config: %s", fmt.Sprintf(format, args...))
+	}
+	if c.BlockSize <= 0 {
+		return bad("BlockSize %d must be > 0", c.BlockSize)
+	}
+	if c.NumBlocks <= 0 {
+		return bad("NumBlocks %d must be > 0", c.NumBlocks)
+	}
+	if c.MaxSeqs == 0 {
+		c.MaxSeqs = 256
+	}
+	if c.MaxSeqs < 0 {
+		return bad("MaxSeqs %d must be > 0", c.MaxSeqs)
+	}
+	if c.MaxBatchTokens == 0 {
+		c.MaxBatchTokens = max(2048, c.MaxSeqs)
+	}
+	if c.MaxBatchTokens < 0 {
+		return bad("MaxBatchTokens %d must be > 0", c.MaxBatchTokens)
+	}
+	if c.MaxWaiting == 0 {
+		c.MaxWaiting = 1024
+	}
+	if c.MaxWaiting < 0 {
+		return bad("MaxWaiting %d must be > 0", c.MaxWaiting)
+	}
+	pool := c.NumBlocks * c.BlockSize
+	if c.ContextLen == 0 || c.ContextLen > pool {
+		c.ContextLen = pool
+	}
+	if c.ContextLen < 2 {
+		return bad("ContextLen %d must be >= 2", c.ContextLen)
+	}
+	switch c.Batching {
+	case "":
+		c.Batching = BatchingContinuous
+	case BatchingContinuous, BatchingStatic:
+	default:
+		return bad("Batching %q must be %q or %q", c.Batching, BatchingContinuous, BatchingStatic)
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = c.MaxSeqs
+	}
+	if c.BatchSize < 0 || c.BatchSize > c.MaxSeqs || c.BatchSize > c.MaxBatchTokens {
+		return bad("BatchSize %d must be in [1, min(MaxSeqs, MaxBatchTokens)]", c.BatchSize)
+	}
+	if c.WatermarkBlocks == 0 {
+		c.WatermarkBlocks = max(1, c.NumBlocks/100)
+	}
+	if c.WatermarkBlocks < 0 || c.WatermarkBlocks >= c.NumBlocks {
+		return bad("WatermarkBlocks %d must be in [0, NumBlocks)", c.WatermarkBlocks)
+	}
+	if c.CapacityRetry <= 0 {
+		c.CapacityRetry = 20 * time.Millisecond
+	}
+	return nil
+}

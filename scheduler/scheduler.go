@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-inference/weft/runtime/sample"
+)
+
+// Scheduler merges every in-flight request into one ragged batch per step.
+// Submit, Stream.Cancel, Drain and Stats are safe from any goroutine; Run
+// is the one goroutine that owns the state.
+type Scheduler struct {
+	cfg   Config
+	model Model
+	core  *core // owned by Run
+
+	submitc chan *seq     // capacity MaxWaiting: Submit never blocks on it
+	cancelc chan *seq     // cancellations from the requests' AfterFuncs
+	wake    chan struct{} // capacity 1: Drain pokes the idle loop
+	done    chan struct{} // closed when Run returns
+
+	mu     sync.RWMutex // Submit holds it shared; Run's exit exclusively
+	closed bool
+
+	queued   atomic.Int64 // submitted and never admitted (the waiting bound)
+	draining atomic.Bool
+	started  atomic.Bool
+	nextID   atomic.Uint64
+	stats    atomic.Pointer[Stats]
+
+	drainOnce sync.Once
+	drained   chan struct{}
+
+	// afterStep, when set (tests), runs on the loop after every step.
+	afterStep func(*core)
+}
+
+// New returns a scheduler for model m. Call Run to start it.
+func New(cfg Config, m Model) (*Scheduler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("scheduler: nil Model")
+	}
+	s := &Scheduler{
+		cfg:     cfg,
+		model:   m,
+		submitc: make(chan *seq, cfg.MaxWaiting),
+		cancelc: make(chan *seq, 64),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	s.core = newCore(cfg, &s.queued)
+	st := s.core.snapshot(false)
+	s.stats.Store(&st)
+	return s, nil
+}
+
+// newSampler makes the per-sequence sampler; the model uses it to sample,
+// the scheduler only carries it (across preemptions too).
+func newSampler(p sample.Params, prompt []int32) *sample.Sampler { return sample.New(p, prompt) }
+
+// Submit queues r. ctx is the request's: when it ends, the sequence is
+// cancelled and leaves the batch at the next step. Errors wrap
+// ErrInvalidRequest, ErrPromptTooLong, ErrQueueFull (decided here, without
+// waiting), ErrDraining or ErrClosed.
+func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
+	switch {
+	case len(r.Prompt) == 0:
+		return nil, fmt.Errorf("%w: empty prompt", ErrInvalidRequest)
+	case r.MaxTokens < 1:
+		return nil, fmt.Errorf("%w: max_tokens %d must be >= 1", ErrInvalidRequest, r.MaxTokens)
+	case r.MinTokens < 0:
+		return nil, fmt.Errorf("%w: min_tokens %d must be >= 0", ErrInvalidRequest, r.MinTokens)
+	case r.QueueTimeout < 0:
+		return nil, fmt.Errorf("%w: queue timeout %v must be >= 0", ErrInvalidRequest, r.QueueTimeout)
+	case len(r.Prompt) >= s.cfg.ContextLen:
+		return nil, fmt.Errorf("%w: %d prompt tokens, context holds %d (room for at least one more is needed)",
+			ErrPromptTooLong, len(r.Prompt), s.cfg.ContextLen)
+	}
+	if s.cfg.VocabSize > 0 {
+		if err := r.Sampling.Validate(s.cfg.VocabSize); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+		for _, t := range r.Prompt {
+			if t < 0 || int(t) >= s.cfg.VocabSize {
+				return nil, fmt.Errorf("%w: prompt token %d outside vocabulary of %d", ErrInvalidRequest, t, s.cfg.VocabSize)
+			}
+		}
+	}
+	if s.draining.Load() {
+		return nil, ErrDraining
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	for {
+		n := s.queued.Load()
+		if n >= int64(s.cfg.MaxWaiting) {
+			return nil, fmt.Errorf("%w: %d requests waiting", ErrQueueFull, n)
+		}
+		if s.queued.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	sq := &seq{
+		id:        s.nextID.Add(1),
+		req:       r,
+		st:        newStream(cancel),
+		sent:      make(chan struct{}),
+		submitted: time.Now(),
+		tokens:    append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 256)), r.Prompt...),
+		promptLen: len(r.Prompt),
+		sampler:   newSampler(r.Sampling, r.Prompt),
+	}
+	sq.st.id = sq.id
+	if r.QueueTimeout > 0 {
+		sq.deadline = sq.submitted.Add(r.QueueTimeout)
+	}
+	if s.cfg.NewDecoder != nil {
+		sq.dec = s.cfg.NewDecoder()
+	}
+	// The AfterFunc waits for sent so the loop always has the submission
+	// before the cancellation (it drains submitc before handling one).
+	sq.stopAfter = context.AfterFunc(rctx, func() {
+		select {
+		case <-sq.sent:
+		case <-s.done:
+			return
+		}
+		select {
+		case s.cancelc <- sq:
+		case <-s.done:
+		}
+	})
+	s.submitc <- sq // never blocks: queued <= MaxWaiting = cap(submitc)
+	close(sq.sent)
+	return sq.st, nil
+}
+
+// Drain stops accepting requests (Submit fails with ErrDraining); the ones
+// already accepted, waiting or running, go on to the end.
+func (s *Scheduler) Drain() {
+	s.draining.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Drained is closed once Drain was called and every accepted request has
+// ended (or Run has returned).
+func (s *Scheduler) Drained() <-chan struct{} { return s.drained }
+
+// Done is closed when Run has returned.
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
+// Stats returns the snapshot taken after the last step or event.
+func (s *Scheduler) Stats() Stats { return *s.stats.Load() }
+
+// Run is the scheduler loop. It returns ctx.Err() when ctx ends; every
+// request still in flight then ends with FinishError and ErrClosed. Run may
+// be called once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run called twice")
+	}
+	defer s.shutdown()
+	c := s.core
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		s.absorb()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		c.expire(now)
+		batch := c.plan(now)
+		if len(batch) == 0 {
+			s.publish()
+			var timerC <-chan time.Time
+			if d, ok := c.nextWake(now, s.cfg.CapacityRetry); ok {
+				timer.Reset(d)
+				timerC = timer.C
+			}
+			select {
+			case sq := <-s.submitc:
+				c.submit(sq)
+			case sq := <-s.cancelc:
+				s.absorbSubmits()
+				c.cancel(sq, time.Now())
+			case <-timerC:
+			case <-s.wake:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+			continue
+		}
+		results, err := s.model.Step(ctx, batch)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.apply(results, err, time.Now())
+		if s.afterStep != nil {
+			s.afterStep(c)
+		}
+		s.publish()
+	}
+}
+
+// absorb takes every pending submission and cancellation without blocking.
+func (s *Scheduler) absorb() {
+	for {
+		select {
+		case sq := <-s.submitc:
+			s.core.submit(sq)
+		case sq := <-s.cancelc:
+			s.absorbSubmits()
+			s.core.cancel(sq, time.Now())
+		default:
+			return
+		}
+	}
+}
+
+func (s *Scheduler) absorbSubmits() {
+	for {
+		select {
+		case sq := <-s.submitc:
+			s.core.submit(sq)
+		default:
+			return
+		}
+	}
+}
+
+func (s *Scheduler) publish() {
+	draining := s.draining.Load()
+	st := s.core.snapshot(draining)
+	s.stats.Store(&st)
+	if draining && s.core.live == 0 && s.queued.Load() == 0 {
+		s.drainOnce.Do(func() { close(s.drained) })
+	}
+}
+
+// shutdown ends every request in flight with ErrClosed.
+func (s *Scheduler) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	s.absorbSubmits()
+	s.core.closeAll(ErrClosed, time.Now())
+	s.publish()
+	s.drainOnce.Do(func() { close(s.drained) })
+}

@@ -1,0 +1,175 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// soakNext is the fake's token function with an EOS (0) now and then.
+func soakNext(h []int32) int32 {
+	t := refNext(h)
+	if t%37 == 0 {
+		return 0
+	}
+	return t
+}
+
+// Thousands of requests with random lengths, priorities, timeouts and
+// cancellations on a small KV pool: the invariants hold after every step,
+// every request ends exactly once with the tokens the fake model's
+// uninterrupted run gives, and nothing leaks (synctest fails on goroutines
+// left behind).
+func TestSoak(t *testing.T) {
+	for _, batching := range []string{BatchingContinuous, BatchingStatic} {
+		t.Run(batching, func(t *testing.T) {
+			n := 2000
+			if batching == BatchingStatic {
+				n = 400
+			}
+			synctest.Test(t, func(t *testing.T) { soak(t, batching, n) })
+		})
+	}
+}
+
+func soak(t *testing.T, batching string, n int) {
+	cfg := testConfig()
+	cfg.Batching = batching
+	cfg.BlockSize = 4
+	cfg.NumBlocks = 40
+	cfg.ContextLen = 96
+	cfg.MaxSeqs = 8
+	cfg.MaxBatchTokens = 32
+	cfg.MaxWaiting = 48
+	cfg.WatermarkBlocks = 1
+	h := startHarness(t, cfg, func(m *fakeModel) { m.next = soakNext })
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	type outcome struct {
+		req    Request
+		r      result
+		cancel bool
+	}
+	var mu sync.Mutex
+	var outs []outcome
+	var wg sync.WaitGroup
+	full, submitted := 0, 0
+	for i := range n {
+		time.Sleep(time.Duration(rng.IntN(int(4 * stepDur))))
+		// A shared stem now and then, so the prefix cache gets hits.
+		var p []int32
+		if rng.IntN(4) == 0 {
+			p = append(prompt(0, 4*(1+rng.IntN(4))), prompt(i, 1+rng.IntN(8))...)
+		} else {
+			p = prompt(i, 1+rng.IntN(60))
+		}
+		req := Request{
+			Prompt:    p,
+			MaxTokens: 1 + rng.IntN(40),
+			Priority:  rng.IntN(3),
+			IgnoreEOS: rng.IntN(2) == 0,
+		}
+		if rng.IntN(6) == 0 {
+			req.QueueTimeout = time.Duration(rng.IntN(int(20 * stepDur)))
+		}
+		if rng.IntN(5) == 0 {
+			req.StopStrings = []string{"ab", "q"}
+		}
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		cancelled := rng.IntN(5) == 0
+		if cancelled {
+			ctx, cancel = context.WithTimeout(context.Background(), time.Duration(rng.IntN(int(30*stepDur))))
+		}
+		st, err := h.s.Submit(ctx, req)
+		if errors.Is(err, ErrQueueFull) {
+			full++
+			cancel()
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		submitted++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			r := h.collect(st)
+			if rng := r; rng.final == nil {
+				t.Errorf("stream ended without Final: %v", r.err)
+			}
+			mu.Lock()
+			outs = append(outs, outcome{req, r, cancelled})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(outs) != submitted {
+		t.Fatalf("%d outcomes for %d submitted", len(outs), submitted)
+	}
+	reasons := map[FinishReason]int{}
+	for _, o := range outs {
+		f := o.r.final
+		if f == nil {
+			continue
+		}
+		reasons[f.Reason]++
+		want := reference(o.req.Prompt, len(o.r.tokens), soakNext)
+		if diff := cmp.Diff(want, o.r.tokens, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("tokens differ from an uninterrupted run (-want +got):\n%s", diff)
+		}
+		if f.CompletionTokens != len(o.r.tokens) || f.PromptTokens != len(o.req.Prompt) {
+			t.Errorf("final %+v for %d tokens", f, len(o.r.tokens))
+		}
+		limit := min(o.req.MaxTokens, cfg.ContextLen-len(o.req.Prompt))
+		eos := slices.Index(want, 0)
+		switch f.Reason {
+		case FinishLength:
+			if len(o.r.tokens) != limit {
+				t.Errorf("FinishLength after %d tokens, limit %d", len(o.r.tokens), limit)
+			}
+		case FinishEOS:
+			if o.req.IgnoreEOS || eos != len(want)-1 {
+				t.Errorf("FinishEOS with IgnoreEOS %v at %d of %v", o.req.IgnoreEOS, eos, want)
+			}
+		case FinishStopSequence:
+			if len(o.req.StopStrings) == 0 {
+				t.Errorf("FinishStopSequence without stop strings")
+			}
+		case FinishCancelled:
+			if !o.cancel {
+				t.Errorf("FinishCancelled for a request nobody cancelled")
+			}
+		case FinishTimeout:
+			if o.req.QueueTimeout == 0 || len(o.r.tokens) != 0 {
+				t.Errorf("FinishTimeout: timeout %v, %d tokens", o.req.QueueTimeout, len(o.r.tokens))
+			}
+		default:
+			t.Errorf("unexpected final %+v", f)
+		}
+		if len(o.req.StopStrings) == 0 && f.Reason != FinishEOS && o.r.text != lettersOf(o.r.tokens) {
+			t.Errorf("text %q for tokens %v", o.r.text, o.r.tokens)
+		}
+	}
+	st := h.s.Stats()
+	t.Logf("%d submitted, %d queue-full, %d steps, %d preemptions, reasons %v", submitted, full, st.Steps, st.Preemptions, reasons)
+	if batching == BatchingContinuous && st.Preemptions == 0 {
+		t.Errorf("no preemption in the soak")
+	}
+	for _, r := range []FinishReason{FinishLength, FinishCancelled, FinishTimeout, FinishEOS, FinishStopSequence} {
+		if reasons[r] == 0 {
+			t.Errorf("no request ended with reason %d: the soak misses a path", r)
+		}
+	}
+	synctest.Wait()
+	h.idleEmpty()
+	h.stop()
+}
