@@ -1,6 +1,9 @@
 package tokenizer
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // fragment is a piece of the input: raw text, or a special token found in it.
 type fragment struct {
@@ -170,14 +173,8 @@ func utf8Len(b byte) int {
 }
 
 type symbol struct {
-	start, n   int // byte range in the text; n == 0 once merged away
-	prev, next int // neighbours, -1 at the ends
-}
-
-type spmBigram struct {
-	left, right int
-	score       float32
-	size        int
+	start, n   int32 // byte range in the text; n == 0 once merged away
+	prev, next int32 // neighbours, -1 at the ends
 }
 
 // encodeSPM runs SentencePiece BPE on one escaped fragment: start from UTF-8
@@ -192,21 +189,16 @@ func (t *Tokenizer) encodeSPM(text []byte, out []int32) []int32 {
 	syms := make([]symbol, 0, len(text))
 	for off := 0; off < len(text); {
 		n := min(utf8Len(text[off]), len(text)-off)
-		idx := len(syms)
+		idx := int32(len(syms))
 		next := idx + 1
 		if off+n == len(text) {
 			next = -1
 		}
-		syms = append(syms, symbol{start: off, n: n, prev: idx - 1, next: next})
+		syms = append(syms, symbol{start: int32(off), n: int32(n), prev: idx - 1, next: next})
 		off += n
 	}
-	h := heap[spmBigram]{less: func(a, b spmBigram) bool {
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		return a.left < b.left
-	}}
-	try := func(l, r int) {
+	var h bigramHeap
+	try := func(l, r int32) {
 		if l < 0 || r < 0 {
 			return
 		}
@@ -215,14 +207,15 @@ func (t *Tokenizer) encodeSPM(text []byte, out []int32) []int32 {
 		if !ok {
 			return
 		}
-		h.push(spmBigram{left: l, right: r, score: t.scores[id], size: len(s)})
+		h.push(bigram{key: spmKey(t.scores[id], l), right: r, size: int32(len(s))})
 	}
-	for i := 1; i < len(syms); i++ {
+	for i := int32(1); i < int32(len(syms)); i++ {
 		try(i-1, i)
 	}
-	for h.len() > 0 {
+	for len(h) > 0 {
 		b := h.pop()
-		l, r := &syms[b.left], &syms[b.right]
+		bl := b.left()
+		l, r := &syms[bl], &syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
 			continue
 		}
@@ -230,12 +223,12 @@ func (t *Tokenizer) encodeSPM(text []byte, out []int32) []int32 {
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = b.left
+			syms[r.next].prev = bl
 		}
-		try(l.prev, b.left)
-		try(b.left, l.next)
+		try(l.prev, bl)
+		try(bl, l.next)
 	}
-	for i := 0; i != -1; i = syms[i].next {
+	for i := int32(0); i != -1; i = syms[i].next {
 		s := text[syms[i].start : syms[i].start+syms[i].n]
 		if id, ok := t.ids[string(s)]; ok {
 			out = append(out, id)
@@ -254,17 +247,11 @@ func (t *Tokenizer) encodeSPM(text []byte, out []int32) []int32 {
 
 // --- byte-level BPE --------------------------------------------------------
 
-type bpeBigram struct {
-	left, right int
-	rank        int32
-	size        int
-}
-
 // bpeState holds buffers reused across the words of one Encode call.
 type bpeState struct {
 	word []byte
 	syms []symbol
-	h    heap[bpeBigram]
+	h    bigramHeap
 }
 
 // encodeBPE pre-tokenizes one raw fragment and runs byte-level BPE on each
@@ -274,12 +261,6 @@ type bpeState struct {
 // not in the vocabulary, the tokens of its single bytes that are).
 func (t *Tokenizer) encodeBPE(s *bpeState, text string, out []int32) []int32 {
 	rt := newRuneText(text)
-	s.h.less = func(a, b bpeBigram) bool {
-		if a.rank != b.rank {
-			return a.rank < b.rank
-		}
-		return a.left < b.left
-	}
 	for _, sp := range t.rules.split(rt) {
 		raw := text[rt.off[sp.start]:rt.off[sp.end]]
 		w := s.word[:0]
@@ -306,35 +287,36 @@ func (t *Tokenizer) bpeWord(s *bpeState, w []byte, out []int32) []int32 {
 	syms := s.syms[:0]
 	for off := 0; off < len(w); {
 		n := min(utf8Len(w[off]), len(w)-off)
-		idx := len(syms)
+		idx := int32(len(syms))
 		next := idx + 1
 		if off+n == len(w) {
 			next = -1
 		}
-		syms = append(syms, symbol{start: off, n: n, prev: idx - 1, next: next})
+		syms = append(syms, symbol{start: int32(off), n: int32(n), prev: idx - 1, next: next})
 		off += n
 	}
 	s.syms = syms
 	h := &s.h
-	h.items = h.items[:0]
-	try := func(l, r int) {
+	*h = (*h)[:0]
+	try := func(l, r int32) {
 		if l < 0 || r < 0 {
 			return
 		}
 		pair := w[syms[l].start : syms[l].start+syms[l].n+syms[r].n]
 		for _, m := range t.merges[string(pair)] {
-			if int(m.leftLen) == syms[l].n {
-				h.push(bpeBigram{left: l, right: r, rank: m.rank, size: len(pair)})
+			if m.leftLen == syms[l].n {
+				h.push(bigram{key: bpeKey(m.rank, l), right: r, size: int32(len(pair))})
 				return
 			}
 		}
 	}
-	for i := 1; i < len(syms); i++ {
+	for i := int32(1); i < int32(len(syms)); i++ {
 		try(i-1, i)
 	}
-	for h.len() > 0 {
+	for len(*h) > 0 {
 		b := h.pop()
-		l, r := &syms[b.left], &syms[b.right]
+		bl := b.left()
+		l, r := &syms[bl], &syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
 			continue
 		}
@@ -342,12 +324,12 @@ func (t *Tokenizer) bpeWord(s *bpeState, w []byte, out []int32) []int32 {
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = b.left
+			syms[r.next].prev = bl
 		}
-		try(l.prev, b.left)
-		try(b.left, l.next)
+		try(l.prev, bl)
+		try(bl, l.next)
 	}
-	for i := 0; i != -1; i = syms[i].next {
+	for i := int32(0); i != -1; i = syms[i].next {
 		sym := w[syms[i].start : syms[i].start+syms[i].n]
 		if id, ok := t.ids[string(sym)]; ok {
 			out = append(out, id)
@@ -362,32 +344,62 @@ func (t *Tokenizer) bpeWord(s *bpeState, w []byte, out []int32) []int32 {
 	return out
 }
 
-// heap is a binary min-heap under less.
-type heap[T any] struct {
-	items []T
-	less  func(a, b T) bool
+// bigram is a candidate merge of the symbols left and right = the next
+// symbol of left at the time it was queued. key orders the queue: the high
+// 32 bits are the priority (smaller first), the low 32 bits are left, so
+// ties go to the leftmost pair as in llama.cpp.
+type bigram struct {
+	key   uint64
+	right int32
+	size  int32 // byte length of the pair when queued; stale if it changed
 }
 
-func (h *heap[T]) len() int { return len(h.items) }
+func (b bigram) left() int32 { return int32(uint32(b.key)) }
 
-func (h *heap[T]) push(x T) {
-	h.items = append(h.items, x)
-	i := len(h.items) - 1
+// spmKey orders by descending score: the bits of -score made sortable.
+func spmKey(score float32, left int32) uint64 {
+	if score == 0 {
+		score = 0 // -0 ties with +0, as float comparison says
+	}
+	u := math.Float32bits(score)
+	if u&0x80000000 != 0 {
+		u = ^u
+	} else {
+		u |= 0x80000000
+	}
+	return uint64(^u)<<32 | uint64(uint32(left))
+}
+
+func bpeKey(rank, left int32) uint64 { return uint64(uint32(rank))<<32 | uint64(uint32(left)) }
+
+// bigramHeap is a binary min-heap of bigrams by key.
+type bigramHeap []bigram
+
+func (h *bigramHeap) push(x bigram) {
+	*h = append(*h, x)
+	a := *h
+	i := len(a) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.items[i], h.items[p]) {
+		if a[p].key <= x.key {
 			break
 		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
+		a[i] = a[p]
 		i = p
 	}
+	a[i] = x
 }
 
-func (h *heap[T]) pop() T {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
+func (h *bigramHeap) pop() bigram {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	x := a[last]
+	a = a[:last]
+	*h = a
+	if last == 0 {
+		return top
+	}
 	i := 0
 	for {
 		l := 2*i + 1
@@ -395,14 +407,15 @@ func (h *heap[T]) pop() T {
 			break
 		}
 		m := l
-		if r := l + 1; r < last && h.less(h.items[r], h.items[l]) {
+		if r := l + 1; r < last && a[r].key < a[l].key {
 			m = r
 		}
-		if !h.less(h.items[m], h.items[i]) {
+		if x.key <= a[m].key {
 			break
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		a[i] = a[m]
 		i = m
 	}
+	a[i] = x
 	return top
 }

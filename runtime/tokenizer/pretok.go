@@ -354,6 +354,113 @@ func bloomWord(t *runeText, i, e int) int {
 	return j
 }
 
+// deepseekV3Match is the third expression of DeepSeek V3's rules:
+//
+//	[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+//	 ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func deepseekV3Match(t *runeText, i, e int) int {
+	r := t.r[i]
+	if isASCIIPunctSym(r) && i+1 < e && isASCIILetter(t.r[i+1]) {
+		j := i + 2
+		for j < e && isASCIILetter(t.r[j]) {
+			j++
+		}
+		return j
+	}
+	if r != '\r' && r != '\n' && !t.is(i, clsLetter|clsPunct|clsSymbol) && i+1 < e && t.is(i+1, clsLetter|clsMark) {
+		return runOf(t, i+2, e, clsLetter|clsMark)
+	}
+	if t.is(i, clsLetter|clsMark) {
+		return runOf(t, i+1, e, clsLetter|clsMark)
+	}
+	p := i
+	if r == ' ' {
+		p = i + 1
+	}
+	if p < e && t.is(p, clsPunct|clsSymbol) {
+		j := runOf(t, p+1, e, clsPunct|clsSymbol)
+		for j < e && (t.r[j] == '\r' || t.r[j] == '\n') {
+			j++
+		}
+		return j
+	}
+	if t.is(i, clsSpace) {
+		return spaceMatch(t, i, e, true)
+	}
+	return -1
+}
+
+// tekkenMatch is Mistral's Tekken expression as llama.cpp adapts it (case
+// is told apart for ASCII letters only: an "upper" letter is any letter but
+// a-z, a "lower" one any letter but A-Z):
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|
+//	\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func tekkenMatch(t *runeText, i, e int) int {
+	upper := func(j int) bool { return t.is(j, clsLetter) && !('a' <= t.r[j] && t.r[j] <= 'z') }
+	lower := func(j int) bool { return t.is(j, clsLetter) && !('A' <= t.r[j] && t.r[j] <= 'Z') }
+	r := t.r[i]
+	p := i
+	if r != '\r' && r != '\n' && !t.is(i, clsLetter|clsNumber) && i+1 < e {
+		p = i + 1 // the optional prefix; without it nothing below matches at i
+	}
+	// upper* lower+: the upper run backs off until a lower letter follows.
+	u := p
+	for u < e && upper(u) {
+		u++
+	}
+	for k := u; k >= p; k-- {
+		if k < e && lower(k) {
+			j := k + 1
+			for j < e && lower(j) {
+				j++
+			}
+			return j
+		}
+	}
+	// upper+ lower* (lower* is empty here, or the loop above had matched).
+	if u > p {
+		return u
+	}
+	if t.is(i, clsNumber) {
+		return i + 1
+	}
+	q := i
+	if r == ' ' {
+		q = i + 1
+	}
+	if q < e && !t.is(q, clsLetter|clsNumber|clsSpace) {
+		j := runNot(t, q+1, e, clsLetter|clsNumber|clsSpace)
+		for j < e && (t.r[j] == '\r' || t.r[j] == '\n' || t.r[j] == '/') {
+			j++
+		}
+		return j
+	}
+	return spaceMatch(t, i, e, true)
+}
+
+func isASCIILetter(r rune) bool { return ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') }
+
+// isASCIIPunctSym is [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~].
+func isASCIIPunctSym(r rune) bool {
+	return (r >= '!' && r <= '/') || (r >= ':' && r <= '@') || (r >= '[' && r <= '`') || (r >= '{' && r <= '~')
+}
+
+// upToThreeNumbers is \p{N}{1,3}.
+func upToThreeNumbers(t *runeText, i, e int) int {
+	if !t.is(i, clsNumber) {
+		return -1
+	}
+	j := i + 1
+	for j < e && j-i < 3 && t.is(j, clsNumber) {
+		j++
+	}
+	return j
+}
+
+var deepseekV3CJK = parseClass("一-龥぀-ゟ゠-ヿ")
+
 var (
 	passGPT2   = findAll(gpt2Match)
 	passLlama3 = findAll(llama3Match(3))
@@ -393,6 +500,12 @@ var ruleSets = func() map[string]*ruleSet {
 		findAll(plus(inRanges(deepseekCJK))),
 		passDigit,
 	}}
+	deepseekV3 := &ruleSet{"deepseek-v3", []pass{
+		findAll(upToThreeNumbers),
+		findAll(plus(inRanges(deepseekV3CJK))),
+		findAll(deepseekV3Match),
+	}}
+	tekken := &ruleSet{"tekken", []pass{findAll(tekkenMatch)}}
 	bloom := &ruleSet{"bloom", []pass{findAll(bloomWord)}}
 	viking := &ruleSet{"viking", []pass{findAll(bloomWord), passDigit}}
 
@@ -407,6 +520,8 @@ var ruleSets = func() map[string]*ruleSet {
 		"chatglm-bpe":    llama3,
 		"deepseek-llm":   deepseekLLM,
 		"deepseek-coder": deepseekCoder,
+		"deepseek-v3":    deepseekV3,
+		"tekken":         tekken,
 		"falcon":         falcon,
 		"starcoder":      starcoder,
 		"refact":         starcoder,

@@ -138,7 +138,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		}
 		t.rules = rs
 		switch t.pre {
-		case "llama3", "llama-v3", "llama-bpe", "falcon3":
+		case "llama3", "llama-v3", "llama-bpe", "falcon3", "tekken":
 			t.ignoreMerges, t.addBOS = true, true
 		case "chatglm-bpe":
 			t.bos = -1

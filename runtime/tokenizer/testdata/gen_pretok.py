@@ -27,8 +27,20 @@ RULES = {
     "deepseek-coder": [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", r"[一-龥ࠀ-一가-퟿]+", r"\p{N}"],
     # $ is \Z here: Python's $ also matches before a final newline.
     "deepseek-llm": [r"[\r\n]", r"\s?[" + DS_LETTERS + "]+", r"\s?[!-/:-~！-／：-～‘-‟　-。]+", r"\s+\Z", r"[一-龥ࠀ-一가-퟿]+", r"\p{N}+"],
+    "deepseek-v3": [r"\p{N}{1,3}", r"[一-龥぀-ゟ゠-ヿ]+",
+                    r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    # llama.cpp's adaptation of Tekken's expression (ASCII-only case classes).
+    "tekken": [r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
     "bloom": [r" ?[^(\s|.,!?…。，、।۔،)]+"],
 }
+
+
+def wtext(s):
+    # llama.cpp matches these expressions with std::wregex on a copy of the
+    # text where non-ASCII whitespace is replaced by U+000B (so that \s
+    # matches it); such characters therefore never fall in an explicit range
+    # like [ࠀ-一]. Match on that copy, cut the original.
+    return "".join("\x0b" if ord(c) > 0x7F and c.isspace() else c for c in s)
 
 
 def split(text, exprs):
@@ -38,10 +50,10 @@ def split(text, exprs):
         nxt = []
         for p in pieces:
             pos = 0
-            for m in rx.finditer(p):
+            for m in rx.finditer(wtext(p)):
                 if m.start() > pos:
                     nxt.append(p[pos:m.start()])
-                nxt.append(m.group())
+                nxt.append(p[m.start():m.end()])
                 pos = m.end()
             if pos < len(p):
                 nxt.append(p[pos:])
@@ -59,9 +71,11 @@ FIXED = [
     "ǅungla ǈ", "µ ſ K", "ab...cd,,,ef", "x!!!y", " !x", "\u0085a\u0085", "  ",
     "what's up?\nI'm fine!!\n\n\nOK.", "def f(x):\n    return x**2  # square\n",
     "ｆｕｌｌｗｉｄｔｈ ＡＢＣ ！？", "‘quotes’ “double”", "tab\there", "\x00\x01\x7f",
+    "ひらがなカタカナ漢字 mixed", "!important .class #id", "e\u0301 \u0301x x\u0301", "a+b=c; x->y", "1,234,567.89",
+    "HTTPServer getHTTPResponse XMLHttpRequest ÉCOLE École ÀÉa aÀÉ", "CamelCaseWord ABCdef ABC abc", "path/to/file\n/x",
 ]
 
-ALPHABET = list("aZé ßΩж日가1٣²!?.,'\"$+<>`~|-_\t\n\r") + ["\u00a0", "\u3000", "😀", "\u0301", "'s", "'LL", "  ", "\r\n", "123", "ǅ", "µ", "Ⅻ", "！", "。", "’"]
+ALPHABET = list("aZé ßΩж日가1٣²!?.,'\"$+<>`~|-_\t\n\r") + ["\u00a0", "\u3000", "😀", "\u0301", "'s", "'LL", "  ", "\r\n", "123", "ǅ", "µ", "Ⅻ", "！", "。", "’", "ひ", "カ", "@", "#", "A", "É", "é", "ABC", "/"]
 
 
 def main():
@@ -73,7 +87,8 @@ def main():
     out = []
     for t in texts:
         out.append({"text": t, "splits": {name: split(t, ex) for name, ex in RULES.items()}})
-    json.dump(out, __import__("sys").stdout, ensure_ascii=False, indent=0)
+    # One case per line.
+    print("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in out) + "\n]")
 
 
 if __name__ == "__main__":
