@@ -73,7 +73,8 @@ type Config struct {
 	ContextLen int
 	// Batching is BatchingContinuous (default) or BatchingStatic.
 	Batching string
-	// BatchSize is the group size in static mode. Default MaxSeqs.
+	// BatchSize is the group size in static mode. Default (and upper
+	// bound) min(MaxSeqs, MaxBatchTokens).
 	BatchSize int
 	// WatermarkBlocks are kept free when admitting a request while others
 	// run, so running sequences can still grow. Default NumBlocks/100, at
@@ -138,7 +139,7 @@ func (c *Config) validate() error {
 		return bad("Batching %q must be %q or %q", c.Batching, BatchingContinuous, BatchingStatic)
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = c.MaxSeqs
+		c.BatchSize = min(c.MaxSeqs, c.MaxBatchTokens)
 	}
 	if c.BatchSize < 0 || c.BatchSize > c.MaxSeqs || c.BatchSize > c.MaxBatchTokens {
 		return bad("BatchSize %d must be in [1, min(MaxSeqs, MaxBatchTokens)]", c.BatchSize)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -447,6 +448,14 @@ func (c *core) maybeEndGroup() {
 // registers newly full blocks in the prefix cache, and handles the sampled
 // tokens, finishing sequences (and freeing their blocks) as they end.
 func (c *core) apply(results []runtime.Sampled, err error, now time.Time) {
+	// A runtime.StepErrors fails only the sequences it lists; any other
+	// error fails the whole batch (but not the scheduler).
+	var seqErrs runtime.StepErrors
+	if err != nil && errors.As(err, &seqErrs) && len(results) >= len(c.entries) {
+		err = nil
+	} else {
+		seqErrs = nil
+	}
 	if err == nil && len(results) < len(c.entries) {
 		err = fmt.Errorf("model returned %d results for %d sequences", len(results), len(c.entries))
 	}
@@ -474,6 +483,15 @@ func (c *core) apply(results []runtime.Sampled, err error, now time.Time) {
 		} else {
 			c.stats.LastPrefillTok += e.n
 			c.stats.PromptTokens += uint64(e.n)
+		}
+		if seqErrs != nil && seqErrs.Failed(k) {
+			for _, se := range seqErrs {
+				if se.Index == k {
+					err = fmt.Errorf("scheduler: step: %w", se)
+				}
+			}
+			c.finish(sq, FinishError, Event{}, "", err, now)
+			continue
 		}
 		sq.computed += e.n
 		c.registerFull(sq)
@@ -602,12 +620,7 @@ func (c *core) closeAll(err error, now time.Time) {
 	for len(c.waiting) > 0 {
 		c.finish(c.waiting[0], FinishError, Event{}, "", err, now)
 	}
-	for _, sq := range c.group {
-		if sq.final != nil {
-			sq.final.Reason, sq.final.Err = FinishError, err
-		}
-	}
-	c.maybeEndGroup()
+	c.maybeEndGroup() // members that finished get their real Final
 }
 
 // snapshot returns the current Stats.
@@ -638,6 +651,9 @@ func (c *core) check() error {
 		}
 		if sq.computed > len(sq.tokens) || len(sq.blocks)*bs < sq.computed {
 			return fmt.Errorf("seq %d: computed %d of %d tokens with %d blocks", sq.id, sq.computed, len(sq.tokens), len(sq.blocks))
+		}
+		if sq.noAdmit >= c.planNo {
+			return fmt.Errorf("seq %d readmitted in the plan that preempted it", sq.id)
 		}
 		if sq.registered > len(sq.blocks) {
 			return fmt.Errorf("seq %d: %d registered of %d blocks", sq.id, sq.registered, len(sq.blocks))

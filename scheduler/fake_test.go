@@ -17,6 +17,8 @@ import (
 
 const stepDur = 10 * time.Millisecond
 
+var _ Model = (*fakeModel)(nil)
+
 // fakeModel is a pure-Go model: it keeps a fake KV cache (the token at each
 // position of each block) and samples the next token as a hash of the whole
 // history it reads back through the block table. A scheduler that feeds
@@ -171,6 +173,8 @@ type harness struct {
 	cancel  context.CancelFunc
 	runErr  chan error
 	start   time.Time
+	run     func()
+	started bool
 	stopped bool
 }
 
@@ -179,7 +183,9 @@ func testConfig() Config {
 		IsEOG: func(t int32) bool { return t == 0 }}
 }
 
-func startHarness(t *testing.T, cfg Config, tweak func(*fakeModel)) *harness {
+// newHarness makes the scheduler; h.run starts its loop (tests that need
+// several requests queued before the first step submit them first).
+func newHarness(t *testing.T, cfg Config, tweak func(*fakeModel)) *harness {
 	t.Helper()
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
@@ -199,7 +205,10 @@ func startHarness(t *testing.T, cfg Config, tweak func(*fakeModel)) *harness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, s: s, m: m, cancel: cancel, runErr: make(chan error, 1), start: time.Now()}
-	go func() { h.runErr <- s.Run(ctx) }()
+	h.run = func() {
+		h.started = true
+		go func() { h.runErr <- s.Run(ctx) }()
+	}
 	t.Cleanup(func() {
 		if !h.stopped {
 			h.stop()
@@ -208,11 +217,22 @@ func startHarness(t *testing.T, cfg Config, tweak func(*fakeModel)) *harness {
 	return h
 }
 
+// startHarness is newHarness with Run started.
+func startHarness(t *testing.T, cfg Config, tweak func(*fakeModel)) *harness {
+	t.Helper()
+	h := newHarness(t, cfg, tweak)
+	h.run()
+	return h
+}
+
 // stop ends Run and checks that nothing leaked.
 func (h *harness) stop() {
 	h.t.Helper()
 	h.stopped = true
 	h.cancel()
+	if !h.started {
+		return
+	}
 	if err := <-h.runErr; !errors.Is(err, context.Canceled) {
 		h.t.Errorf("Run returned %v, want context.Canceled", err)
 	}
@@ -309,9 +329,9 @@ func lettersOf(toks []int32) string {
 
 type atomicInt64 = atomic.Int64
 
-// benchSeq builds a sequence as Submit does, without the cancellation
+// testSeq builds a sequence as Submit does, without the cancellation
 // plumbing.
-func benchSeq(id uint64, r Request) *seq {
+func testSeq(id uint64, r Request) *seq {
 	sq := &seq{
 		id:        id,
 		req:       r,

@@ -63,7 +63,7 @@ func soak(t *testing.T, batching string, n int) {
 	var wg sync.WaitGroup
 	full, submitted := 0, 0
 	for i := range n {
-		time.Sleep(time.Duration(rng.IntN(int(4 * stepDur))))
+		time.Sleep(time.Duration(rng.IntN(int(5 * stepDur))))
 		// A shared stem now and then, so the prefix cache gets hits.
 		var p []int32
 		if rng.IntN(4) == 0 {

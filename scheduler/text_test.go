@@ -2,8 +2,8 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -57,7 +57,7 @@ func TestStopConditions(t *testing.T) {
 		{name: "near miss released", script: "helloxworld", req: Request{MaxTokens: 11, StopStrings: []string{"lz", "worx"}},
 			want: Final{Reason: FinishLength}, wantText: "helloxworld", wantTokens: 11},
 		{name: "stop string suppressed by min tokens", script: "abcabcabd", req: Request{MaxTokens: 20, MinTokens: 4, StopStrings: []string{"ab"}},
-			want: Final{Reason: FinishStopSequence, StopMatched: "ab"}, wantText: "abcc", wantTokens: 8},
+			want: Final{Reason: FinishStopSequence, StopMatched: "ab"}, wantText: "abcabc", wantTokens: 8},
 		{name: "stop token id", script: "helloxworld", req: Request{MaxTokens: 20, StopTokenIDs: []int32{tok('x')}},
 			want: Final{Reason: FinishStopSequence, StopMatched: "x"}, wantText: "hello", wantTokens: 6},
 	} {

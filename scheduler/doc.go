@@ -1,0 +1,139 @@
+// Package scheduler is weft's batching loop: one goroutine merges every
+// in-flight request into one ragged batch per decoding step (continuous
+// batching) over a paged KV cache, with chunked prefill, a prefix cache,
+// preemption by recompute, priority classes and a static-batching baseline.
+//
+// # Ownership
+//
+// Run is the only goroutine that touches scheduler state: the waiting queue,
+// the running set, the KV block ledger (blockPool) and the prefix cache. It
+// wraps a synchronous core (core.go) with three plain methods and no
+// goroutines or clock: plan builds the next batch (admitting, allocating and
+// preempting as needed), the Model runs it, and apply takes the sampled
+// tokens, applies stop conditions and frees the blocks of sequences that
+// ended, all in that same step. Time is passed in.
+//
+// Other goroutines reach the loop through channels only:
+//
+//   - Submit validates the request, reserves a waiting slot (an atomic count
+//     bounded by Config.MaxWaiting, so ErrQueueFull is decided at once) and
+//     sends the new sequence on a channel with room for every slot, so it
+//     never blocks on the loop.
+//   - A request's cancellation (its context, or Stream.Cancel) becomes a loop
+//     event through context.AfterFunc; the loop handles it in whatever phase
+//     the sequence is: waiting, just admitted (cancel after grant), prefilling
+//     or decoding. Its blocks go back before the next step is planned.
+//   - Drain and Stats use an atomic flag and an atomically published snapshot.
+//
+// Output never blocks the loop: each Stream has a mailbox (pending events,
+// merged, behind a small mutex) and a capacity-1 notify channel. The loop
+// appends and moves on; the one reader calls Recv, which returns everything
+// pending as one Event. A slow reader grows only its own mailbox, bounded by
+// its MaxTokens.
+//
+// When the loop is idle it blocks on its channels (and a timer for the next
+// queue deadline or capacity retry); it never spins.
+//
+// # A step (continuous batching)
+//
+// Each sequence keeps its whole token history (prompt, then generated) and
+// the number of those tokens whose K/V are computed. A step feeds each chosen
+// sequence the next slice of its history; the slice that reaches the end of
+// the history carries the sequence's Sampler, so the model samples the next
+// token. Decoding is the case of a one-token slice. The batch is built under
+// Config.MaxBatchTokens and Config.MaxSeqs, in this order:
+//
+//  1. one decode token for every running sequence that is decoding;
+//  2. chunks of the prompts of running sequences still prefilling;
+//  3. the first chunk of waiting requests, admitted strictly in queue order
+//     (higher Priority first, FCFS within a priority) while their chunk's
+//     blocks are free beyond a watermark (Config.WatermarkBlocks) that lets
+//     running sequences grow, and while Config.Capacity (if any) agrees.
+//
+// Admission never preempts running sequences, whatever their priority, and
+// stops at the first request that does not fit (no overtaking within the
+// queue order, so a large request is not starved by small ones). So a
+// 4,000-token prompt is prefilled over several steps while every running
+// stream still gets its token each step.
+//
+// # KV blocks, preemption, prefix cache
+//
+// Blocks have a fixed size; a sequence's block table covers the positions it
+// has fed. When a running sequence needs a block and none is left, the
+// lowest-ranked running sequence (lowest priority, then most recently first
+// admitted) gives all its blocks back and is re-queued for recompute: its
+// history so far becomes its prompt, its Sampler is kept (not re-created), so
+// its stream goes on without repeating or losing a token. Ranks are a total
+// order and a victim always ranks below the sequence that needs the block,
+// so preemption cannot cycle; a preempted sequence is not readmitted in the
+// step that preempted it; the highest-ranked sequence always progresses,
+// since one sequence alone always fits (ContextLen <= NumBlocks*BlockSize).
+// Prompt chunks shrink to the blocks at hand before they preempt.
+//
+// Every full computed block is registered under a chain hash of its prefix,
+// hash(parent hash, block tokens), and kept (with a copy of its tokens, so a
+// hash collision cannot serve wrong K/V) while referenced, then on an LRU
+// list when free, until the allocator needs it. Admission reuses the longest
+// cached prefix (Final.CachedTokens) but never the block holding the last
+// token of the history: the last prompt token is always computed, since its
+// logits give the first sampled token. Preempted sequences often find their
+// own blocks still cached when they resume.
+//
+// # Stop conditions and text
+//
+// After each sampled token: stop token ids and EOS (Config.IsEOG, unless
+// IgnoreEOS) end the stream when at least MinTokens tokens came before it;
+// then the token is decoded by the sequence's TextDecoder and the stop
+// strings are searched in the text not yet emitted. Text that may still turn
+// into a stop string (a suffix that is a prefix of one) is held back; on a
+// match the text before the stop string (plus the stop string with
+// IncludeStopString) is emitted and the rest dropped. MaxTokens and the
+// context length end it with FinishLength. On every end the decoder is
+// flushed.
+//
+// # Static batching
+//
+// With Config.Batching = "static" the scheduler is the baseline a static
+// batcher gives: a group of up to BatchSize waiting requests is admitted
+// together (blocks for each member's whole run reserved up front, so no
+// preemption), the whole group is prefilled, then decoded together until its
+// longest member ends. Members that end early stop producing tokens; their
+// Final is held until the group ends and their slot is not refilled; no new
+// arrival joins a running group. Tokens of the members stream as made.
+//
+// # Invariants
+//
+// core.check verifies them; tests run it after every step:
+//
+//   - every block is exactly one of free (on the free stack), cached
+//     (registered, ref 0, on the LRU list) or used (ref > 0);
+//   - a block's ref count equals the number of running block tables that
+//     hold it; waiting sequences hold no block; no table holds a block twice;
+//   - the hash index and the registered blocks agree;
+//   - a running sequence's blocks cover its computed positions;
+//   - the queues are in order, the running set is within MaxSeqs, and no
+//     sequence was readmitted in the step that preempted it.
+//
+// A failed step fails the sequences in it (only the ones a
+// runtime.StepErrors lists, when the model returns one), never the
+// scheduler. When Run returns, every stream in flight ends with FinishError and
+// ErrClosed, and every block is back. Every stream ends exactly once: its
+// last Event carries Final, after which Recv returns io.EOF.
+//
+// # Example
+//
+//	s, err := scheduler.New(scheduler.Config{
+//		BlockSize: kv.BlockSize, NumBlocks: kv.NumBlocks,
+//		NewDecoder: func() scheduler.TextDecoder { return tok.NewStreamDecoder() },
+//		IsEOG:      tok.IsEOG,
+//	}, engine)
+//	go s.Run(ctx)
+//	st, err := s.Submit(reqCtx, scheduler.Request{Prompt: ids, MaxTokens: 128})
+//	for {
+//		ev, err := st.Recv(reqCtx)
+//		if err == io.EOF {
+//			break
+//		}
+//		...
+//	}
+package scheduler
