@@ -17,7 +17,9 @@ func expNeg(x float64) float32 {
 		return 0
 	}
 	// x = k ln2 + r, |r| <= ln2/2; e^x = 2^k e^r.
-	k := math.Floor(x*log2e + 0.5)
+	// Round x*log2e (negative) to the nearest integer; int64 conversion
+	// truncates toward zero, hence the -0.5.
+	k := float64(int64(x*log2e - 0.5))
 	r := (x - k*ln2hi) - k*ln2lo
 	// Taylor series of e^r to degree 7 (error < 1.5e-9 on |r| <= 0.347).
 	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))

@@ -54,7 +54,9 @@ func New(p Params, prompt []int32) *Sampler {
 	if s.repetitionOn() {
 		s.inWin = make(map[int32]int32)
 		if s.lastN > 0 {
-			s.ring = make([]int32, 0, s.lastN)
+			// The ring grows by append up to lastN: a huge window costs
+			// only what the sequence really holds.
+			s.ring = make([]int32, 0, min(s.lastN, len(prompt)+64))
 			if len(prompt) > s.lastN {
 				prompt = prompt[len(prompt)-s.lastN:]
 			}
@@ -230,6 +232,7 @@ func (s *Sampler) draw(work []float32) int32 {
 	// survives (cand is then not built, to spare a pass over the vocabulary).
 	var cand []int32
 	all := true
+	var zAll float64 // sum of all weights, when all are computed
 	k := s.p.TopK
 	topP := float64(s.p.TopP)
 	usePTop := topP > 0 && topP < 1
@@ -247,14 +250,13 @@ func (s *Sampler) draw(work []float32) int32 {
 			cand = cutTopP(cand, weight, topP*z)
 		}
 	} else {
-		var z float64
 		for i := range weight {
 			w := weightOf(int32(i))
 			weight[i] = w
-			z += float64(w)
+			zAll += float64(w)
 		}
 		if usePTop {
-			cand = topPAll(iota32(s.idx[:n]), work, weight, topP*z)
+			cand = topPAll(iota32(s.idx[:n]), work, weight, topP*zAll)
 			all = false
 		}
 	}
@@ -283,11 +285,7 @@ func (s *Sampler) draw(work []float32) int32 {
 	s.pcg.Seed(streamSeed(s.p.Seed, s.nGen))
 	u := s.rng.Float64()
 	if all {
-		var z float64
-		for _, w := range weight {
-			z += float64(w)
-		}
-		target, acc := u*z, 0.0
+		target, acc := u*zAll, 0.0
 		last := best
 		for i, w := range weight {
 			if w == 0 {

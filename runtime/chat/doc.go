@@ -1,0 +1,75 @@
+// Package chat turns a conversation into the prompt text a model expects,
+// by rendering the model's chat template (the Jinja source in the GGUF key
+// tokenizer.chat_template, as in Hugging Face's apply_chat_template).
+//
+// Templates are compiled once per model with New (or Compile, with limits)
+// and rendered per request with Render; a Template is immutable and safe
+// for concurrent use. Models without a template get Default(), ChatML:
+// it is llama.cpp's fallback, the format most chat fine-tunes were trained
+// on, and its explicit turn markers keep roles apart even in a model that
+// never saw them. Fallback("plain") is a "role: content" alternative for
+// base models; FromMetadata picks Default() when the GGUF has no template.
+//
+// # Engine
+//
+// The Jinja engine is github.com/ardanlabs/jinja, a pure-Go engine made for
+// LLM chat templates. It applies Hugging Face's trim_blocks/lstrip_blocks
+// defaults and has what real templates use: loops with loop.first/last/
+// index0, slicing (messages[1:]), namespace(), macros, tojson, |trim,
+// string methods (.strip(), .startswith(), ...). The package exposes to the
+// template messages ({role, content} dicts), add_generation_prompt,
+// bos_token, eos_token and raise_exception; tools and documents are
+// undefined.
+//
+// # Errors
+//
+// Errors wrap ErrInvalidTemplate (Compile: the model's template is broken
+// or too large), ErrRejected (the template called raise_exception: it
+// refuses the conversation, e.g. roles that do not alternate; a client
+// error), ErrLimit (a render ran past Limits) or ErrRender (any other
+// render failure).
+//
+// # What is guaranteed against a hostile template
+//
+// Message contents are data: template syntax in them is never evaluated.
+// For the template itself (it comes from the model file):
+//
+//   - Compile and Render never panic: engine panics are recovered and
+//     returned as errors.
+//   - Sources over Limits.MaxSourceBytes (512 KiB) are refused.
+//   - Compile inserts a step check, rendering nothing, after every
+//     {% for %} and {% macro %} tag. A render that makes more than
+//     Limits.MaxSteps loop iterations plus macro calls (50000), or that
+//     is still running at a step after Limits.Timeout (1s), stops with
+//     ErrLimit. This bounds loops and recursion, including the unbounded
+//     macro recursion that would otherwise overflow the Go stack and kill
+//     the process. The check keeps the output byte for byte (tested on
+//     every fixture; also checked once, by hand, on the 17 current model
+//     templates in the engine's own test data).
+//   - range() builds at most Limits.MaxRange (10000) items.
+//   - Output over Limits.MaxOutputBytes (8 MiB) is an error.
+//   - Compile rejects templates that could build a cyclic value, which
+//     the engine would print or compare by recursing until the Go stack
+//     overflows (fatal, not a panic): list/dict mutation methods
+//     (.append, .update, ...; Hugging Face's sandbox forbids them too) and
+//     namespace attribute assignments whose value may hold a namespace
+//     (see checkCycles for the propagation rules).
+//
+// Not guaranteed: a single engine operation is not interrupted, so a
+// template that repeats a string or list an enormous number of times
+// ('x' * 10**12) can still exhaust memory, and the cycle check is a
+// conservative analysis of the source, not a proof. Templates are trusted
+// as much as the model's weights; the limits are against accidents and
+// template bugs, not a sandbox for code from users.
+//
+// Example:
+//
+//	tmpl, err := chat.FromMetadata(meta.ChatTemplate, bosText, eosText)
+//	if err != nil {
+//		return err // the model's template does not parse
+//	}
+//	prompt, err := tmpl.Render([]chat.Message{{Role: "user", Content: "Hi"}}, true)
+//	if errors.Is(err, chat.ErrRejected) {
+//		// InvalidArgument: the template refuses this conversation
+//	}
+package chat

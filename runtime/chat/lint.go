@@ -1,0 +1,331 @@
+package chat
+
+import "fmt"
+
+// checkCycles rejects templates that could build a cyclic value. Printing,
+// comparing or serializing a cyclic value (a namespace holding itself, a
+// list appended to itself) recurses without end in the engine and kills
+// the process with a Go stack overflow, which no recover can catch; the
+// step budget does not see it because it happens inside one expression.
+//
+// A value can only become cyclic through mutation, and the engine has two
+// kinds:
+//
+//   - the list and dict methods append, insert, extend, pop, update and
+//     setdefault. Hugging Face renders templates in Jinja's
+//     ImmutableSandboxedEnvironment, which forbids them, so templates made
+//     for Hugging Face never call them; calling a method with one of these
+//     names is rejected.
+//   - attribute assignment ({% set ns.x = EXPR %}). It is rejected when
+//     EXPR may hold a namespace: when it names, other than to read one of
+//     its attributes (v.attr), a variable that may hold one. Those are
+//     found by propagation: namespace() itself, every attribute-assignment
+//     target, and whatever is bound (set, for, macro parameters through
+//     their call sites) from an expression that names one of them.
+//
+// The check works on the tokens of each tag, outside string literals, with
+// macro-local scopes. It is conservative, and it is a heuristic over the
+// source rather than a proof: the guarantee it gives is against cycles
+// built in the ways above.
+func checkCycles(source string) error {
+	tags := lexTags(source)
+
+	// Scopes: 0 is the top level, each macro gets its own.
+	type macroDef struct {
+		scope  int
+		params []string
+	}
+	macros := map[string][]macroDef{}
+	local := map[int]map[string]bool{} // names bound inside each macro
+	scopeOf := make([]int, len(tags))
+	stack := []int{0}
+	n := 0
+	mark := func(m map[int]map[string]bool, sc int, name string) bool {
+		if m[sc] == nil {
+			m[sc] = map[string]bool{}
+		}
+		if m[sc][name] {
+			return false
+		}
+		m[sc][name] = true
+		return true
+	}
+	for i, toks := range tags {
+		if len(toks) > 0 && toks[0] == "endmacro" && len(stack) > 1 {
+			stack = stack[:len(stack)-1]
+		}
+		if len(toks) > 1 && toks[0] == "macro" {
+			n++
+			stack = append(stack, n)
+			params := macroParams(toks)
+			macros[toks[1]] = append(macros[toks[1]], macroDef{scope: n, params: params})
+			for _, p := range params {
+				mark(local, n, p)
+			}
+		}
+		scopeOf[i] = stack[len(stack)-1]
+		for _, name := range bindings(toks) {
+			mark(local, scopeOf[i], name)
+		}
+	}
+
+	tainted := map[int]map[string]bool{}
+	isTainted := func(sc int, name string) bool {
+		if name == "namespace" || tainted[sc][name] {
+			return true
+		}
+		return sc != 0 && !local[sc][name] && tainted[0][name]
+	}
+	// holds reports whether toks (an expression) may evaluate to, or
+	// contain, a tainted value.
+	holds := func(sc int, toks []string) bool {
+		for j, tk := range toks {
+			if isIdent(tk) && (j == 0 || toks[j-1] != ".") && (j+1 == len(toks) || toks[j+1] != ".") && isTainted(sc, tk) {
+				return true
+			}
+		}
+		return false
+	}
+
+	for i, toks := range tags {
+		if t, ok := attrTarget(toks); ok {
+			mark(tainted, scopeOf[i], t)
+		}
+		for j := 1; j < len(toks); j++ {
+			if toks[j] == "(" && toks[j-1] != "." && mutators[toks[j-1]] && j >= 2 && toks[j-2] == "." {
+				return fmt.Errorf("method .%s() modifies a list or dict in place, which Hugging Face's sandbox forbids and which could form a cycle", toks[j-1])
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for i, toks := range tags {
+			sc := scopeOf[i]
+			if len(toks) == 0 {
+				continue
+			}
+			// set a, b = EXPR / for a, b in EXPR.
+			if toks[0] == "set" || toks[0] == "for" {
+				if k := indexOf(toks, "="); toks[0] == "set" && k > 0 && holds(sc, toks[k+1:]) {
+					for _, name := range bindings(toks) {
+						changed = mark(tainted, sc, name) || changed
+					}
+				}
+				if k := indexOf(toks, "in"); toks[0] == "for" && k > 0 && holds(sc, toks[k+1:]) {
+					for _, name := range bindings(toks) {
+						changed = mark(tainted, sc, name) || changed
+					}
+				}
+			}
+			// Macro calls: a tainted argument taints the parameter.
+			for j := 0; j+1 < len(toks); j++ {
+				defs, ok := macros[toks[j]]
+				if !ok || toks[j+1] != "(" || (j > 0 && toks[j-1] == ".") {
+					continue
+				}
+				for pos, arg := range splitArgs(toks[j+1:]) {
+					if !holds(sc, arg) {
+						continue
+					}
+					for _, d := range defs {
+						if len(arg) > 2 && isIdent(arg[0]) && arg[1] == "=" {
+							changed = mark(tainted, d.scope, arg[0]) || changed
+						} else if pos < len(d.params) {
+							changed = mark(tainted, d.scope, d.params[pos]) || changed
+						} else {
+							for _, p := range d.params {
+								changed = mark(tainted, d.scope, p) || changed
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+
+	for i, toks := range tags {
+		if t, ok := attrTarget(toks); ok {
+			if k := indexOf(toks, "="); k > 0 && holds(scopeOf[i], toks[k+1:]) {
+				return fmt.Errorf("{%% set %s.… %%} stores a value that may hold a namespace, which could form a cycle", t)
+			}
+		}
+	}
+	return nil
+}
+
+var mutators = map[string]bool{
+	"append": true, "insert": true, "extend": true, "pop": true, "update": true, "setdefault": true,
+}
+
+// lexTags returns the tokens of every {{ }} and {% %} tag of source,
+// skipping comments and {% raw %} blocks.
+func lexTags(source string) [][]string {
+	var tags [][]string
+	inRaw := false
+	i := 0
+	for i+1 < len(source) {
+		if source[i] != '{' {
+			i++
+			continue
+		}
+		var closer string
+		switch source[i+1] {
+		case '{':
+			closer = "}}"
+		case '%':
+			closer = "%}"
+		case '#':
+			closer = "#}"
+		default:
+			i++
+			continue
+		}
+		start := i + 2
+		if start < len(source) && source[start] == '-' {
+			start++
+		}
+		end, next, _, ok := findCloser(source, start, closer)
+		if !ok {
+			break
+		}
+		i = next
+		if closer == "#}" {
+			continue
+		}
+		content := source[start:end]
+		if closer == "%}" {
+			switch w := firstWord(content); {
+			case inRaw:
+				if w == "endraw" {
+					inRaw = false
+				}
+				continue
+			case w == "raw":
+				inRaw = true
+				continue
+			}
+		} else if inRaw {
+			continue
+		}
+		tags = append(tags, exprTokens(content))
+	}
+	return tags
+}
+
+// attrTarget recognizes "set NAME.attr = ..." and returns NAME.
+func attrTarget(toks []string) (string, bool) {
+	if len(toks) >= 5 && toks[0] == "set" && isIdent(toks[1]) && toks[2] == "." {
+		return toks[1], true
+	}
+	return "", false
+}
+
+func indexOf(toks []string, s string) int {
+	for i, t := range toks {
+		if t == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// splitArgs splits the tokens of a call, starting at its "(", into its
+// arguments.
+func splitArgs(toks []string) [][]string {
+	var args [][]string
+	depth, start := 0, 1
+	for j, t := range toks {
+		switch t {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+			if depth == 0 {
+				if j > start {
+					args = append(args, toks[start:j])
+				}
+				return args
+			}
+		case ",":
+			if depth == 1 {
+				args = append(args, toks[start:j])
+				start = j + 1
+			}
+		}
+	}
+	return args
+}
+
+// macroParams returns the parameter names of a "macro name(p1, p2=d, ...)"
+// tag.
+func macroParams(toks []string) []string {
+	var names []string
+	depth := 0
+	for j := 2; j < len(toks); j++ {
+		switch toks[j] {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+		default:
+			if depth == 1 && isIdent(toks[j]) && (toks[j-1] == "(" || toks[j-1] == ",") {
+				names = append(names, toks[j])
+			}
+		}
+	}
+	return names
+}
+
+// bindings returns the names a set or for tag binds (not attribute
+// targets).
+func bindings(toks []string) []string {
+	if len(toks) < 2 || (toks[0] != "set" && toks[0] != "for") {
+		return nil
+	}
+	var names []string
+	for j := 1; j < len(toks) && toks[j] != "=" && toks[j] != "in"; j++ {
+		if isIdent(toks[j]) && toks[j-1] != "." && (j+1 == len(toks) || toks[j+1] != ".") {
+			names = append(names, toks[j])
+		}
+	}
+	return names
+}
+
+func isIdent(s string) bool {
+	return s != "" && (s[0] == '_' || s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}
+
+// exprTokens splits a tag's content into identifiers, numbers, single
+// punctuation characters and string literals (returned as `"`), skipping
+// whitespace.
+func exprTokens(s string) []string {
+	var toks []string
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '\'' || c == '"':
+			i++
+			for i < len(s) && s[i] != c {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				i++
+			}
+			i++
+			toks = append(toks, `"`)
+		case isIdent(s[i : i+1]):
+			j := i + 1
+			for j < len(s) && (isIdent(s[j:j+1]) || s[j] >= '0' && s[j] <= '9') {
+				j++
+			}
+			toks = append(toks, s[i:j])
+			i = j
+		default:
+			toks = append(toks, s[i:i+1])
+			i++
+		}
+	}
+	return toks
+}
