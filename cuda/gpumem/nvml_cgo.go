@@ -26,8 +26,8 @@ type nvmlLib interface {
 
 type realNVML struct{ lib nvml.Interface }
 
-func (r realNVML) Init() nvml.Return                   { return r.lib.Init() }
-func (r realNVML) Shutdown() nvml.Return               { return r.lib.Shutdown() }
+func (r realNVML) Init() nvml.Return                  { return r.lib.Init() }
+func (r realNVML) Shutdown() nvml.Return              { return r.lib.Shutdown() }
 func (r realNVML) DeviceGetCount() (int, nvml.Return) { return r.lib.DeviceGetCount() }
 func (r realNVML) handle(i int) (nvmlDevice, nvml.Return) {
 	d, ret := r.lib.DeviceGetHandleByIndex(i)

@@ -16,8 +16,8 @@ type fakeNVML struct {
 	shut  int
 }
 
-func (f *fakeNVML) Init() nvml.Return                   { return f.init }
-func (f *fakeNVML) Shutdown() nvml.Return               { f.shut++; return nvml.SUCCESS }
+func (f *fakeNVML) Init() nvml.Return                  { return f.init }
+func (f *fakeNVML) Shutdown() nvml.Return              { f.shut++; return nvml.SUCCESS }
 func (f *fakeNVML) DeviceGetCount() (int, nvml.Return) { return f.count, nvml.SUCCESS }
 func (f *fakeNVML) handle(i int) (nvmlDevice, nvml.Return) {
 	return f.dev, nvml.SUCCESS

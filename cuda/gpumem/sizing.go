@@ -146,6 +146,12 @@ func CPUBudget(totalRAM, weightsBytes uint64, fraction float64) (uint64, error) 
 	return b - weightsBytes, nil
 }
 
+// KVBytesPerBlock is the size of one KV block over all layers, K and V:
+// 2 * layers * blockSize * kvDim * elemBytes (2 for an F16 cache, 4 for F32).
+func KVBytesPerBlock(layers, kvDim, blockSize, elemBytes int) uint64 {
+	return 2 * uint64(layers) * uint64(blockSize) * uint64(kvDim) * uint64(elemBytes)
+}
+
 // SystemMemory returns MemTotal from /proc/meminfo in bytes.
 func SystemMemory() (uint64, error) {
 	data, err := os.ReadFile("/proc/meminfo")

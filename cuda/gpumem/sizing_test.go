@@ -128,3 +128,10 @@ func TestParseMemTotal(t *testing.T) {
 		t.Errorf("SystemMemory = %d, %v", n, err)
 	}
 }
+
+func TestKVBytesPerBlock(t *testing.T) {
+	// Llama-3-8B, F16 cache, 16 positions: 2 x 32 x 16 x 1024 x 2 = 2 MiB.
+	if got := KVBytesPerBlock(32, 1024, 16, 2); got != 2<<20 {
+		t.Errorf("KVBytesPerBlock = %d, want %d", got, 2<<20)
+	}
+}

@@ -1,10 +1,16 @@
 // common.cuh: helpers shared by weft's kernels. Every kernel is extern "C"
 // so the Go side finds it by its plain name with cuModuleGetFunction.
 #pragma once
-#include <cuda_fp16.h>
 #include <stdint.h>
 
+#ifdef WEFT_HOST_TEST
+// Host build of the element-wise helpers, for the equivalence test of the
+// dequantizers (dequant_test.go); see testdata/host_shim.h.
+#include "testdata/host_shim.h"
+#else
+#include <cuda_fp16.h>
 #define WEFT_KERNEL extern "C" __global__
+#endif
 
 // Element types, the on-disk ggml numbers (runtime/gguf.Type).
 enum {
@@ -23,6 +29,7 @@ __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_
 // 144 or 210 bytes long, so their fields are not always 2-aligned).
 __device__ __forceinline__ uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
+#ifndef WEFT_HOST_TEST
 __device__ __forceinline__ float warp_sum(float v) {
 	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
@@ -54,3 +61,4 @@ __device__ __forceinline__ float block_max(float v, float *red) {
 	v = lane < nw ? red[lane] : -INFINITY;
 	return warp_max(v);
 }
+#endif

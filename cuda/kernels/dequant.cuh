@@ -60,6 +60,7 @@ __device__ __forceinline__ float dq_elem(const uint8_t *row, int type, int i) {
 	return __int_as_float(0x7fc00000); // NaN: unknown type (the host rejects these first)
 }
 
+#ifndef WEFT_HOST_TEST
 // dequant_f16 expands rows x cols elements of a ggml-typed matrix into F16,
 // row-major, at out. rowbytes is the stored size of one row.
 WEFT_KERNEL void dequant_f16(__half *out, const uint8_t *data, int type, long long rows, long long cols, long long rowbytes) {
@@ -77,3 +78,4 @@ WEFT_KERNEL void embed(float *out, const uint8_t *table, int type, long long row
 	const uint8_t *row = table + (long long)tokens[t] * rowbytes;
 	for (int c = threadIdx.x; c < dim; c += blockDim.x) out[(long long)t * dim + c] = dq_elem(row, type, c);
 }
+#endif

@@ -1,0 +1,91 @@
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+func TestAttnSplit(t *testing.T) {
+	tests := []struct {
+		tokens, heads, maxLen, sms, want int
+	}{
+		{1, 32, 4096, 132, 9},   // one decode: fill the GPU
+		{1, 32, 100, 132, 1},    // short context: one piece
+		{1, 8, 100000, 132, 16}, // capped
+		{512, 32, 512, 132, 1},  // prompt chunk: enough blocks already
+		{4, 32, 2048, 132, 3},   // small decode batch
+		{0, 32, 10, 132, 1},     // empty
+	}
+	for _, tc := range tests {
+		if got := attnSplit(tc.tokens, tc.heads, tc.maxLen, tc.sms); got != tc.want {
+			t.Errorf("attnSplit(%d, %d, %d, %d) = %d, want %d", tc.tokens, tc.heads, tc.maxLen, tc.sms, got, tc.want)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	hp := llama.HParams{Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 14336, VocabSize: 128256}
+	// Llama-3-8B: 2 (K,V) x 32 layers x 16 positions x 1024 x 2 bytes = 2 MiB.
+	if got := KVBytesPerBlock(hp, 16); got != 2<<20 {
+		t.Errorf("KVBytesPerBlock = %d, want %d", got, 2<<20)
+	}
+	w := newWorkspace(hp, 1, 1)
+	if w.logits != 4*128256 || w.x != 4*4096 || w.qkv != 4*(4096+2*1024) {
+		t.Errorf("workspace for one token = %+v", w)
+	}
+	if WorkspaceBytes(hp, 10, 1) <= WorkspaceBytes(hp, 1, 1) {
+		t.Error("workspace does not grow with tokens")
+	}
+}
+
+func TestCheckModel(t *testing.T) {
+	m := tinyModelNoT(gguf.TypeF16)
+	if err := checkModel(m); err != nil {
+		t.Fatalf("valid model: %v", err)
+	}
+	if got, want := WeightBytes(m), int64(96*64*2)*2+4*64+2*(2*(64*64+32*64*2+64*64+128*64*3)+4*128); got != want {
+		t.Errorf("WeightBytes = %d, want %d", got, want)
+	}
+	bad := []struct {
+		name string
+		edit func(m *llama.Model)
+		want string
+	}{
+		{"unsupported type", func(m *llama.Model) { m.Layers[1].Wo.Type = gguf.TypeQ5_K }, "not supported"},
+		{"wrong shape", func(m *llama.Model) { m.Layers[0].Wk.Rows = 64 }, "blk.0.attn_k"},
+		{"short data", func(m *llama.Model) { m.Output.Data = m.Output.Data[:10] }, "output holds"},
+		{"odd head dim", func(m *llama.Model) { m.HP.HeadDim = 15 }, "head dim"},
+		{"gqa ratio", func(m *llama.Model) { m.HP.KVHeads = 3 }, "kv heads"},
+		{"bias length", func(m *llama.Model) { m.Layers[0].Bq = make([]float32, 3) }, "biases"},
+	}
+	for _, tc := range bad {
+		m := tinyModelNoT(gguf.TypeF16)
+		tc.edit(m)
+		if err := checkModel(m); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: checkModel = %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// tinyModelNoT has the right shapes and byte counts for a small model; the
+// values are zeros (checkModel and the fake driver do not look at them).
+func tinyModelNoT(typ gguf.Type) *llama.Model {
+	hp := llama.HParams{Arch: "llama", VocabSize: 96, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128, ContextLen: 256, RopeBase: 10000, NormEps: 1e-5}
+	w := func(rows, cols int) quant.Weight {
+		rb, _ := typ.RowBytes(cols)
+		return quant.Weight{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	}
+	m := &llama.Model{HP: hp, TokEmbd: w(96, 64), OutNorm: make([]float32, 64), Output: w(96, 64)}
+	for range hp.Layers {
+		m.Layers = append(m.Layers, llama.Layer{
+			AttnNorm: make([]float32, 64), FFNNorm: make([]float32, 64),
+			Wq: w(64, 64), Wk: w(32, 64), Wv: w(32, 64), Wo: w(64, 64),
+			WGate: w(128, 64), WUp: w(128, 64), WDown: w(64, 128),
+		})
+	}
+	return m
+}
