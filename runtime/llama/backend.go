@@ -8,8 +8,11 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // CPUConfig configures the CPU backend.
@@ -17,12 +20,12 @@ type CPUConfig struct {
 	// BlockSize is the number of token positions per KV block (default 16).
 	BlockSize int
 	// NumBlocks is the number of blocks in the KV pool (default: enough for
-	// four sequences of the model's full context, capped at 64 MiB... see
-	// validate).
+	// four sequences of the model's full context length).
 	NumBlocks int
 	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
 	KVType string
-	// Threads is the number of goroutines attention uses (default GOMAXPROCS).
+	// Threads is the number of goroutines attention uses (default
+	// GOMAXPROCS). The matmuls use quant's worker pool (GOMAXPROCS).
 	Threads int
 }
 
@@ -68,8 +71,8 @@ type CPUBackend struct {
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
 
-	// rotary tables: invFreq[i] = base^(-2i/headDim) / freqFactor, computed
-	// once with ggml's iterated float32 formula (see rope).
+	// thetaScale is base^(-2/headDim): rope multiplies the angle by it once
+	// per dimension pair, as ggml does.
 	thetaScale float32
 
 	s     scratch
@@ -81,15 +84,18 @@ type scratch struct {
 	cap               int
 	x, xn, q, k, v    []float32
 	att, gate, up, tm []float32
-	pos               []int32
+	rope              []float32 // per token: cos, sin of each rotary pair
 	xr                []float32 // F16-rounded matmul input
 	lastX, lastOut    []float32
+	starts            []int // first token of each sequence
 }
 
 type attnWorker struct {
 	scores []float32
 	q16    []float32
-	out    []float32
+	k, v   []float32 // one KV head's rows of the current sequence
+	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed.
+	qg, sc, og, vt []float32
 }
 
 var _ batch.Backend = (*CPUBackend)(nil)
@@ -115,7 +121,6 @@ func NewCPUBackend(m *Model, cfg CPUConfig) (*CPUBackend, error) {
 	b.attnW = make([]attnWorker, cfg.Threads)
 	for i := range b.attnW {
 		b.attnW[i].q16 = make([]float32, hp.HeadDim)
-		b.attnW[i].out = make([]float32, hp.HeadDim)
 	}
 	return b, nil
 }
@@ -201,7 +206,7 @@ func (b *CPUBackend) grow(total, nLogits, maxPos int) {
 		s.v = make([]float32, c*b.kvDim)
 		s.gate = make([]float32, c*hp.FFN)
 		s.up = make([]float32, c*hp.FFN)
-		s.pos = make([]int32, c)
+		s.rope = make([]float32, c*hp.HeadDim)
 		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, b.qDim))
 	}
 	if nLogits*hp.Dim > len(s.lastX) {
@@ -237,7 +242,7 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 	for _, sq := range seqs {
 		for j, tok := range sq.Tokens {
 			dequantRow(b.m.TokEmbd, int(tok), s.x[t*D:(t+1)*D])
-			s.pos[t] = int32(sq.Pos + j)
+			b.ropeTable(s.rope[t*hp.HeadDim:(t+1)*hp.HeadDim], int32(sq.Pos+j))
 			t++
 		}
 	}
@@ -263,8 +268,9 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 			}
 		}
 		for t := range total {
-			b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, s.pos[t])
-			b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, s.pos[t])
+			cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
+			b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
+			b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
 		}
 		b.storeKV(li, seqs, k, v)
 		b.attention(li, seqs, q, att)
@@ -305,39 +311,35 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 	return nil
 }
 
-// rope rotates the heads of one token's q or k in place, with ggml's
-// formulas: theta_i = pos * base^(-2i/d) computed by repeated float32
-// multiplication, divided by the frequency factor when there is one.
-func (b *CPUBackend) rope(x []float32, heads int, pos int32) {
-	hd := b.m.HP.HeadDim
-	half := hd / 2
-	// cos/sin for each pair, shared by all heads.
-	var cs [2 * 256]float32
-	var cbuf []float32
-	if hd <= 256 {
-		cbuf = cs[:hd]
-	} else {
-		cbuf = make([]float32, hd)
-	}
+// ropeTable writes cos/sin of every rotary angle of position pos into cs
+// (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
+// pos·base^(-2i/d) computed by repeated float32 multiplication, divided by
+// the frequency factor when there is one.
+func (b *CPUBackend) ropeTable(cs []float32, pos int32) {
 	theta := float32(pos)
-	for i := 0; i < half; i++ {
+	for i := 0; i < b.m.HP.HeadDim/2; i++ {
 		th := theta
 		if b.m.RopeFreqs != nil {
 			th = theta / b.m.RopeFreqs[i]
 		}
-		cbuf[2*i] = float32(math.Cos(float64(th)))
-		cbuf[2*i+1] = float32(math.Sin(float64(th)))
+		cs[2*i] = float32(math.Cos(float64(th)))
+		cs[2*i+1] = float32(math.Sin(float64(th)))
 		theta *= b.thetaScale
 	}
+}
+
+// rope rotates the heads of one token's q or k in place by the angles in
+// cs (see ropeTable): adjacent pairs (2i, 2i+1), or (i, i+d/2) for NEOX.
+func (b *CPUBackend) rope(x []float32, heads int, cs []float32) {
+	hd := b.m.HP.HeadDim
+	half := hd / 2
 	for h := 0; h < heads; h++ {
 		v := x[h*hd : (h+1)*hd]
 		for i := 0; i < half; i++ {
-			c, sn := cbuf[2*i], cbuf[2*i+1]
-			var i0, i1 int
+			c, sn := cs[2*i], cs[2*i+1]
+			i0, i1 := 2*i, 2*i+1
 			if b.m.HP.RopeNeox {
 				i0, i1 = i, i+half
-			} else {
-				i0, i1 = 2*i, 2*i+1
 			}
 			x0, x1 := v[i0], v[i1]
 			v[i0] = x0*c - x1*sn
@@ -346,24 +348,34 @@ func (b *CPUBackend) rope(x []float32, heads int, pos int32) {
 	}
 }
 
-// storeKV writes each token's K and V into its sequence's blocks.
+// Cache layout: per layer, block-major, then KV head, then slot:
+// element (block, g, slot, i) is at ((block*KVHeads+g)*BlockSize+slot)*HeadDim+i,
+// so one KV head's rows of a block are contiguous.
+func (b *CPUBackend) kvOff(block int32, g, slot int) int {
+	return ((int(block)*b.m.HP.KVHeads+g)*b.cfg.BlockSize + slot) * b.m.HP.HeadDim
+}
+
+// storeKV writes each token's K and V into its sequence's blocks (rounded
+// to F16 for an F16 cache).
 func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
-	bs, kd := b.cfg.BlockSize, b.kvDim
+	bs, kd, hd := b.cfg.BlockSize, b.kvDim, b.m.HP.HeadDim
 	t := 0
 	for _, sq := range seqs {
 		for j := range sq.Tokens {
 			p := sq.Pos + j
-			off := (int(sq.Blocks[p/bs])*bs + p%bs) * kd
-			ks, vs := k[t*kd:(t+1)*kd], v[t*kd:(t+1)*kd]
-			if b.f16 {
-				kc, vc := b.k16[layer][off:off+kd], b.v16[layer][off:off+kd]
-				for i := range ks {
-					kc[i] = f32ToF16(ks[i])
-					vc[i] = f32ToF16(vs[i])
+			for g := range b.m.HP.KVHeads {
+				off := b.kvOff(sq.Blocks[p/bs], g, p%bs)
+				ks, vs := k[t*kd+g*hd:t*kd+(g+1)*hd], v[t*kd+g*hd:t*kd+(g+1)*hd]
+				if b.f16 {
+					kc, vc := b.k16[layer][off:off+hd], b.v16[layer][off:off+hd]
+					for i := range ks {
+						kc[i] = f32ToF16(ks[i])
+						vc[i] = f32ToF16(vs[i])
+					}
+				} else {
+					copy(b.k32[layer][off:off+hd], ks)
+					copy(b.v32[layer][off:off+hd], vs)
 				}
-			} else {
-				copy(b.k32[layer][off:off+kd], ks)
-				copy(b.v32[layer][off:off+kd], vs)
 			}
 			t++
 		}
@@ -371,17 +383,28 @@ func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 }
 
 // attention computes softmax(q·K/sqrt(d))·V for every token and head,
-// reading each sequence's K/V through its block table; work items
-// (sequence, head) are spread over the worker goroutines.
+// reading each sequence's K/V through its block table. Work items are
+// (sequence, KV head): an item gathers that head's K and V rows of the
+// sequence once into the worker's scratch (converting F16 to F32), then
+// serves every query head of its group and every token of the chunk.
+// Items are spread over the worker goroutines.
 func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
 	hp := b.m.HP
-	nItems := len(seqs) * hp.Heads
-	starts := make([]int, len(seqs)) // small: one int per sequence
+	nItems := len(seqs) * hp.KVHeads
+	starts := b.s.starts[:0]
 	t := 0
-	for i, sq := range seqs {
-		starts[i] = t
+	for _, sq := range seqs {
+		starts = append(starts, t)
 		t += len(sq.Tokens)
 	}
+	b.s.starts = starts
+	// work estimates the multiply-adds; below attnParallelMin a goroutine
+	// handoff costs more than it saves.
+	work := 0
+	for _, sq := range seqs {
+		work += len(sq.Tokens) * (sq.Pos + len(sq.Tokens))
+	}
+	work *= hp.Heads * hp.HeadDim * 2
 	var next atomic.Int64
 	run := func(w *attnWorker) {
 		for {
@@ -389,12 +412,12 @@ func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32
 			if it >= nItems {
 				return
 			}
-			si, h := it/hp.Heads, it%hp.Heads
-			b.attendHead(w, layer, &seqs[si], starts[si], h, q, out)
+			si, g := it/hp.KVHeads, it%hp.KVHeads
+			b.attendGroup(w, layer, &seqs[si], starts[si], g, q, out)
 		}
 	}
 	nw := min(len(b.attnW), nItems)
-	if nw <= 1 {
+	if nw <= 1 || work < attnParallelMin {
 		run(&b.attnW[0])
 		return
 	}
@@ -410,78 +433,192 @@ func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32
 	wg.Wait()
 }
 
-func (b *CPUBackend) attendHead(w *attnWorker, layer int, sq *batch.SeqStep, tok0, h int, q, out []float32) {
+// attnParallelMin is the attention work (multiply-adds) from which it is
+// spread over goroutines.
+const attnParallelMin = 64 << 10
+
+// attendGroup computes attention for KV head g of one sequence: the query
+// heads g*r .. g*r+r-1 (r = Heads/KVHeads) of every token of the chunk.
+// Like ggml with an F16 cache, the query and the softmax weights are
+// rounded to F16 before their products with K and V.
+func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
 	hp := b.m.HP
-	hd, kd, bs := hp.HeadDim, b.kvDim, b.cfg.BlockSize
-	g := h / (hp.Heads / hp.KVHeads)
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	for j := range sq.Tokens {
-		p := sq.Pos + j
-		t := tok0 + j
-		qv := q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-		scores := w.scores[:p+1]
+	hd, bs := hp.HeadDim, b.cfg.BlockSize
+	n := sq.Pos + len(sq.Tokens)
+	if len(w.k) < n*hd {
+		w.k = make([]float32, max(n*hd, 2*len(w.k)))
+		w.v = make([]float32, len(w.k))
+	}
+	kk, vv := w.k[:n*hd], w.v[:n*hd]
+	// Gather block by block: a block's rows of head g are contiguous.
+	for p0 := 0; p0 < n; p0 += bs {
+		cnt := min(bs, n-p0) * hd
+		off := b.kvOff(sq.Blocks[p0/bs], g, 0)
 		if b.f16 {
-			qr := w.q16
-			for i, x := range qv {
-				qr[i] = roundF16(x)
-			}
-			kc := b.k16[layer]
-			for pp := 0; pp <= p; pp++ {
-				off := (int(sq.Blocks[pp/bs])*bs+pp%bs)*kd + g*hd
-				kr := kc[off : off+hd]
-				var s float32
-				for i, x := range qr {
-					s += x * f16ToF32(kr[i])
+			quant.F16ToF32s(kk[p0*hd:p0*hd+cnt], b.k16[layer][off:off+cnt])
+			quant.F16ToF32s(vv[p0*hd:p0*hd+cnt], b.v16[layer][off:off+cnt])
+		} else {
+			copy(kk[p0*hd:p0*hd+cnt], b.k32[layer][off:off+cnt])
+			copy(vv[p0*hd:p0*hd+cnt], b.v32[layer][off:off+cnt])
+		}
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := hp.Heads / hp.KVHeads
+	if len(sq.Tokens)*group >= attnMatMulMin {
+		b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
+		return
+	}
+	for h := g * group; h < (g+1)*group; h++ {
+		for j := range sq.Tokens {
+			p := sq.Pos + j
+			t := tok0 + j
+			qv := q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
+			if b.f16 {
+				for i, x := range qv {
+					w.q16[i] = roundF16(x)
 				}
-				scores[pp] = s * scale
+				qv = w.q16
+			}
+			scores := w.scores[:p+1]
+			mx := float32(math.Inf(-1))
+			for pp := range scores {
+				sc := dot(qv, kk[pp*hd:(pp+1)*hd]) * scale
+				scores[pp] = sc
+				mx = max(mx, sc)
+			}
+			// softmax as ggml: exp(x-max) summed in float64, scaled by 1/sum.
+			var sum float64
+			for i, sc := range scores {
+				e := float32(math.Exp(float64(sc - mx)))
+				scores[i] = e
+				sum += float64(e)
+			}
+			inv := float32(1 / sum)
+			o := out[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
+			clear(o)
+			for pp, e := range scores {
+				pr := e * inv
+				if b.f16 {
+					pr = roundF16(pr)
+				}
+				axpy(pr, vv[pp*hd:(pp+1)*hd], o)
+			}
+		}
+	}
+}
+
+// attnMatMulMin is the number of query rows (chunk tokens × heads per KV
+// head) from which attention runs as two matrix products.
+const attnMatMulMin = 16
+
+// attendGroupMatMul is attendGroup for long chunks: the scores of all the
+// group's query rows are one product Q·Kᵀ and the outputs one product P·V
+// (quant.MatMul on the gathered F32 rows), with the causal mask applied
+// between them. kk and vv hold the n gathered K and V rows.
+func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) {
+	hp := b.m.HP
+	hd := hp.HeadDim
+	group := hp.Heads / hp.KVHeads
+	T := len(sq.Tokens)
+	rows := group * T
+	w.qg = grow(w.qg, rows*hd)
+	w.sc = grow(w.sc, rows*n)
+	w.og = grow(w.og, rows*hd)
+	w.vt = grow(w.vt, hd*n)
+	qg, sc, og, vt := w.qg[:rows*hd], w.sc[:rows*n], w.og[:rows*hd], w.vt[:hd*n]
+	// Query rows, ordered (head, token).
+	for r := range rows {
+		h, j := g*group+r/T, r%T
+		src := q[(tok0+j)*b.qDim+h*hd : (tok0+j)*b.qDim+(h+1)*hd]
+		dst := qg[r*hd : (r+1)*hd]
+		if b.f16 {
+			for i, x := range src {
+				dst[i] = roundF16(x)
 			}
 		} else {
-			kc := b.k32[layer]
-			for pp := 0; pp <= p; pp++ {
-				off := (int(sq.Blocks[pp/bs])*bs+pp%bs)*kd + g*hd
-				kr := kc[off : off+hd]
-				var s float32
-				for i, x := range qv {
-					s += x * kr[i]
-				}
-				scores[pp] = s * scale
-			}
+			copy(dst, src)
 		}
-		// softmax as ggml: max, exp(x-max) summed in float64, scale by 1/sum.
+	}
+	for pp := range n {
+		for i := range hd {
+			vt[i*n+pp] = vv[pp*hd+i]
+		}
+	}
+	quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for r := range rows {
+		p := sq.Pos + r%T
+		row := sc[r*n : (r+1)*n]
 		mx := float32(math.Inf(-1))
-		for _, s := range scores {
-			mx = max(mx, s)
+		for pp := 0; pp <= p; pp++ {
+			row[pp] *= scale
+			mx = max(mx, row[pp])
 		}
 		var sum float64
-		for i, s := range scores {
-			e := float32(math.Exp(float64(s - mx)))
-			scores[i] = e
+		for pp := 0; pp <= p; pp++ {
+			e := float32(math.Exp(float64(row[pp] - mx)))
+			row[pp] = e
 			sum += float64(e)
 		}
 		inv := float32(1 / sum)
-		o := w.out
-		clear(o)
-		if b.f16 {
-			vc := b.v16[layer]
-			for pp := 0; pp <= p; pp++ {
-				pr := roundF16(scores[pp] * inv)
-				off := (int(sq.Blocks[pp/bs])*bs+pp%bs)*kd + g*hd
-				vr := vc[off : off+hd]
-				for i := range o {
-					o[i] += pr * f16ToF32(vr[i])
-				}
-			}
-		} else {
-			vc := b.v32[layer]
-			for pp := 0; pp <= p; pp++ {
-				pr := scores[pp] * inv
-				off := (int(sq.Blocks[pp/bs])*bs+pp%bs)*kd + g*hd
-				vr := vc[off : off+hd]
-				for i := range o {
-					o[i] += pr * vr[i]
-				}
+		for pp := 0; pp <= p; pp++ {
+			row[pp] *= inv
+			if b.f16 {
+				row[pp] = roundF16(row[pp])
 			}
 		}
-		copy(out[t*b.qDim+h*hd:t*b.qDim+(h+1)*hd], o)
+		clear(row[p+1:])
+	}
+	quant.MatMul(og, f32Weight(vt, hd, n), sc, rows)
+	for r := range rows {
+		h, j := g*group+r/T, r%T
+		copy(out[(tok0+j)*b.qDim+h*hd:(tok0+j)*b.qDim+(h+1)*hd], og[r*hd:(r+1)*hd])
+	}
+}
+
+// f32Weight views a row-major float32 matrix as a quant.Weight.
+func f32Weight(x []float32, rows, cols int) quant.Weight {
+	x = x[:rows*cols]
+	return quant.Weight{Type: gguf.TypeF32, Rows: rows, Cols: cols,
+		Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))}
+}
+
+// grow returns s if it holds n elements, else a larger slice.
+func grow(s []float32, n int) []float32 {
+	if len(s) >= n {
+		return s
+	}
+	return make([]float32, max(n, 2*len(s)))
+}
+
+// dot returns Σ a[i]·b[i].
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy sets y[i] += a·x[i].
+func axpy(a float32, x, y []float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += a * x[i]
+		y[i+1] += a * x[i+1]
+		y[i+2] += a * x[i+2]
+		y[i+3] += a * x[i+3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
 	}
 }

@@ -132,3 +132,38 @@ func TestForwardRejectsBadSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardSteadyStateAllocs checks that a decode step reuses its scratch:
+// only a handful of small allocations, none proportional to the model or
+// the batch.
+func TestForwardSteadyStateAllocs(t *testing.T) {
+	m := loadModel(t, "models/stories260K.gguf")
+	b, err := NewCPUBackend(m, CPUConfig{BlockSize: 16, NumBlocks: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make([]batch.SeqStep, 8)
+	lg := make([][]float32, 8)
+	for i := range seqs {
+		seqs[i] = batch.SeqStep{Tokens: []int32{1, 2, 3, 4}, Blocks: []int32{int32(2 * i), int32(2*i + 1)}}
+		lg[i] = make([]float32, m.HP.VocabSize)
+	}
+	if err := b.Forward(context.Background(), seqs, lg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		seqs[i].Tokens, seqs[i].Pos = []int32{5}, 4
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := b.Forward(context.Background(), seqs, lg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// A few small allocations per layer (goroutine closures here, scratch
+	// in quant's pure-Go kernels); a per-token or per-row allocation would
+	// show as hundreds.
+	if limit := float64(16 * m.HP.Layers); allocs > limit {
+		t.Errorf("%.0f allocations per decode step, want at most %.0f", allocs, limit)
+	}
+	t.Logf("%.0f allocations per decode step", allocs)
+}

@@ -169,12 +169,16 @@ func TestStories260KGolden(t *testing.T) {
 	}
 }
 
-// TestStories260KQuantGolden compares the Q8_0 and Q4_0 models with
-// llama.cpp. llama.cpp also quantizes the activations (to Q8_0) before these
-// matmuls, so logits differ by a few tenths: first-step logits must be
-// within tol (max abs), and greedy tokens must match llama.cpp until the
-// first step where llama.cpp's own top-1/top-2 gap is below tol (after that
-// either token is a legitimate outcome).
+// TestStories260KQuantGolden compares the Q8_0 and Q4_0 models, run with
+// quant.MatMul as it is, with llama.cpp. llama.cpp quantizes the
+// activations to Q8_0 before these matmuls; an engine that does not copy
+// that rounding exactly differs by a few tenths: first-step logits must be
+// within tol = 0.3 (max abs), and greedy tokens must match llama.cpp until
+// the first step where llama.cpp's own top-1/top-2 gap is below tol (after
+// that either token is a legitimate outcome).
+//
+// Measured: float activations (CGO_ENABLED=0) 0.11-0.18; with llama.cpp's
+// exact activation scheme (TestStories260KQuantExactActivations) 2e-6.
 func TestStories260KQuantGolden(t *testing.T) {
 	cases := []struct {
 		model, golden, kv string

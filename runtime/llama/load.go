@@ -123,12 +123,14 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 			return hp, fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 		}
 	}
-	if v, ok := f.Uint(arch + ".vocab_size"); ok {
+	// The embedding's row count is the model's vocabulary (it may exceed
+	// the tokenizer's when padded); the metadata is a fallback.
+	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 && t.Dims[1] < 1<<24 {
+		hp.VocabSize = int(t.Dims[1])
+	} else if v, ok := f.Uint(arch + ".vocab_size"); ok && v < 1<<24 {
 		hp.VocabSize = int(v)
 	} else if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		hp.VocabSize = len(toks)
-	} else if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
-		hp.VocabSize = int(t.Dims[1])
 	}
 	if hp.VocabSize <= 0 {
 		return hp, fmt.Errorf("llama: cannot determine the vocabulary size")

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/weft-inference/weft/internal/shareddata"
+)
+
+func TestGenerateJSONMatchesGolden(t *testing.T) {
+	data, err := os.ReadFile(shareddata.Path(t, "golden/stories260K-F32.greedy64.kvf16.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Results []struct {
+			Prompt            string  `json:"prompt"`
+			PromptTokenIDs    []int32 `json:"prompt_token_ids"`
+			GeneratedTokenIDs []int32 `json:"generated_token_ids"`
+			GeneratedText     string  `json:"generated_text"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	model := shareddata.Path(t, "models/stories260K.gguf")
+	for _, r := range g.Results {
+		var out bytes.Buffer
+		args := []string{"--model", model, "--prompt", r.Prompt, "--max-tokens", "64", "--temperature", "0", "--format", "json"}
+		if err := generateCmd(context.Background(), args, &out); err != nil {
+			t.Fatal(err)
+		}
+		var res generateResult
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+		}
+		if diff := cmp.Diff(r.PromptTokenIDs, res.PromptTokenIDs); diff != "" {
+			t.Errorf("%q prompt ids:\n%s", r.Prompt, diff)
+		}
+		if diff := cmp.Diff(r.GeneratedTokenIDs, res.TokenIDs); diff != "" {
+			t.Errorf("%q token ids (-golden +got):\n%s", r.Prompt, diff)
+		}
+		if res.Text != r.GeneratedText || res.FinishReason != "length" {
+			t.Errorf("%q: text %q finish %q, want %q length", r.Prompt, res.Text, res.FinishReason, r.GeneratedText)
+		}
+	}
+}
+
+func TestGenerateBuiltinText(t *testing.T) {
+	var out bytes.Buffer
+	if err := generateCmd(context.Background(), []string{"--prompt", "Hello", "--max-tokens", "8", "--kv-type", "f32"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "\n") || out.Len() < 2 {
+		t.Errorf("text output %q", out.String())
+	}
+}
+
+func TestGenerateRejectsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-tokens", "0"},
+		{"--format", "xml"},
+		{"--kv-type", "q8"},
+		{"--temperature", "-1"},
+		{"extra"},
+	} {
+		if err := generateCmd(context.Background(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("generate %q succeeded", args)
+		}
+	}
+}
+
+func TestTokenizeJSON(t *testing.T) {
+	model := shareddata.Path(t, "models/stories260K.gguf")
+	tests := []struct {
+		args  []string
+		stdin string
+		want  []int32
+	}{
+		{[]string{"--text", "Once upon a time"}, "", []int32{1, 403, 407, 261, 378}},
+		{[]string{"--text", "Once upon a time", "--no-bos"}, "", []int32{403, 407, 261, 378}},
+		{[]string{"--text", "-"}, "Once upon a time", []int32{1, 403, 407, 261, 378}},
+		{[]string{"--text", ""}, "", []int32{1}},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		args := append([]string{"--model", model, "--format", "json"}, tc.args...)
+		if err := tokenizeCmd(args, strings.NewReader(tc.stdin), &out); err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ IDs []int32 }
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%q: %v", out.String(), err)
+		}
+		if diff := cmp.Diff(tc.want, got.IDs); diff != "" {
+			t.Errorf("%q:\n%s", tc.args, diff)
+		}
+	}
+}
+
+func TestGenModelTiny(t *testing.T) {
+	out := t.TempDir() + "/tiny.gguf"
+	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q8_0"}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := generateCmd(context.Background(), []string{"--model", out, "--prompt", "hi", "--max-tokens", "4", "--format", "json"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q5_K"}); err == nil {
+		t.Error("gen-model accepted --type Q5_K")
+	}
+}

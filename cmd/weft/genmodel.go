@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
+)
+
+func init() {
+	register(command{name: "gen-model", short: "write a random-weight GGUF model (for tests and benchmarks)", run: runGenModel})
+}
+
+func runGenModel(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
+	out := fs.String("out", "", "output GGUF path (required)")
+	preset := fs.String("preset", "synth-110m", "model shape: synth-110m or tiny")
+	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0 or Q4_K")
+	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
+	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	cfg, err := llama.Preset(*preset)
+	if err != nil {
+		return err
+	}
+	if cfg.Type, err = parseType(*typ); err != nil {
+		return err
+	}
+	if *seed != 0 {
+		cfg.Seed = *seed
+	}
+	vpath := *vocab
+	if vpath == "" && *preset == "synth-110m" {
+		d := shareddata.Dir()
+		if d == "" {
+			return fmt.Errorf("synth-110m needs the Llama-2 vocabulary: pass --vocab PATH (ggml-vocab-llama-spm.gguf) or set WEFT_SHARED")
+		}
+		vpath = filepath.Join(d, "vocab", "ggml-vocab-llama-spm.gguf")
+	}
+	if vpath != "" {
+		kvs, err := tokenizerKVs(vpath)
+		if err != nil {
+			return err
+		}
+		cfg.Tokenizer = kvs
+		cfg.VocabSize = 0
+	}
+	return writeModel(cfg, *out)
+}
+
+// writeModel generates cfg into path (through a temporary file renamed into
+// place).
+func writeModel(cfg llama.GenConfig, path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = llama.Generate(cfg, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	slog.Info("wrote random-weight model (NOT a trained model)", "path", path, "name", cfg.Name, "type", cfg.Type.String())
+	return nil
+}
+
+func parseType(s string) (gguf.Type, error) {
+	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		if strings.EqualFold(s, t.String()) {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0 or Q4_K", s)
+}
+
+// tokenizerKVs reads the tokenizer.* keys of a GGUF.
+func tokenizerKVs(path string) ([]gguf.KV, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var kvs []gguf.KV
+	for _, kv := range f.KVs {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			kvs = append(kvs, cloneKV(kv))
+		}
+	}
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("%s has no tokenizer keys", path)
+	}
+	return kvs, nil
+}
+
+// cloneKV copies values that might alias the file mapping.
+func cloneKV(kv gguf.KV) gguf.KV {
+	switch v := kv.Value.(type) {
+	case []string:
+		kv.Value = append([]string(nil), v...)
+	case []float32:
+		kv.Value = append([]float32(nil), v...)
+	case []int32:
+		kv.Value = append([]int32(nil), v...)
+	case []uint8:
+		kv.Value = append([]uint8(nil), v...)
+	case string:
+		kv.Value = strings.Clone(v)
+	}
+	return kv
+}

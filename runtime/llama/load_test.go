@@ -1,0 +1,411 @@
+package llama
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// tinyGGUF generates a small model and lets mutate edit the writer's input
+// before it is written: it returns the parsed file.
+func genTiny(t *testing.T, cfg GenConfig) *gguf.File {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Generate(cfg, &buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func tinyCfg() GenConfig {
+	c, _ := Preset("tiny")
+	return c
+}
+
+// rewrite copies f into a new GGUF, letting edit change KVs and tensors.
+func rewrite(t *testing.T, f *gguf.File, editKV func(gguf.KV) (gguf.KV, bool), editT func(gguf.TensorInfo) (gguf.TensorInfo, bool)) *gguf.File {
+	t.Helper()
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		if kv.Key == "general.alignment" {
+			continue
+		}
+		keep := true
+		if editKV != nil {
+			kv, keep = editKV(kv)
+		}
+		if keep {
+			w.AddKV(kv.Key, kv.Value)
+		}
+	}
+	for _, ti := range f.Tensors {
+		keep := true
+		if editT != nil {
+			ti, keep = editT(ti)
+		}
+		if keep {
+			if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestFromGGUFRefuses(t *testing.T) {
+	base := genTiny(t, tinyCfg())
+	if _, err := FromGGUF(base); err != nil {
+		t.Fatalf("generated model does not load: %v", err)
+	}
+	tests := []struct {
+		name    string
+		kv      func(gguf.KV) (gguf.KV, bool)
+		tensor  func(gguf.TensorInfo) (gguf.TensorInfo, bool)
+		wantMsg string
+		unsupp  bool
+	}{
+		{"unknown architecture", func(kv gguf.KV) (gguf.KV, bool) {
+			if kv.Key == "general.architecture" {
+				kv.Value = "mamba"
+			}
+			return kv, true
+		}, nil, `"mamba"`, true},
+		{"missing tensor", nil, func(ti gguf.TensorInfo) (gguf.TensorInfo, bool) {
+			return ti, ti.Name != "blk.1.ffn_up.weight"
+		}, "blk.1.ffn_up.weight is missing", false},
+		{"wrong shape", nil, func(ti gguf.TensorInfo) (gguf.TensorInfo, bool) {
+			if ti.Name == "blk.0.attn_k.weight" { // claim [64 32] as [32 64]
+				ti.Dims = []uint64{ti.Dims[1], ti.Dims[0]}
+			}
+			return ti, true
+		}, "blk.0.attn_k.weight has shape", false},
+		{"unsupported type", nil, func(ti gguf.TensorInfo) (gguf.TensorInfo, bool) {
+			if ti.Name == "output.weight" { // Q8_1 is a known type weft cannot multiply
+				ti.Type = gguf.TypeQ8_1
+				n := int(ti.Dims[0]*ti.Dims[1]) / 32 * 40
+				ti.Data = make([]byte, n)
+			}
+			return ti, true
+		}, "output.weight has type Q8_1", true},
+		{"renamed tensor", nil, func(ti gguf.TensorInfo) (gguf.TensorInfo, bool) {
+			if ti.Name == "output_norm.weight" {
+				ti.Name = "output_norm.bias"
+			}
+			return ti, true
+		}, "output_norm.weight is missing", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rewrite(t, base, tc.kv, tc.tensor)
+			_, err := FromGGUF(f)
+			if err == nil {
+				t.Fatal("FromGGUF accepted the model")
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q does not mention %q", err, tc.wantMsg)
+			}
+			if tc.unsupp != errors.Is(err, ErrUnsupported) {
+				t.Errorf("errors.Is(err, ErrUnsupported) = %v, want %v (%v)", !tc.unsupp, tc.unsupp, err)
+			}
+		})
+	}
+}
+
+func TestTiedOutput(t *testing.T) {
+	cfg := tinyCfg()
+	cfg.TiedOutput = true
+	m, err := FromGGUF(genTiny(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &m.Output.Data[0] != &m.TokEmbd.Data[0] {
+		t.Error("tied model: Output is not the token embedding")
+	}
+}
+
+func TestLlama3FreqFactors(t *testing.T) {
+	hp := HParams{HeadDim: 128, RopeBase: 500000, RopeScaling: &Llama3Scaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigContextLen: 8192}}
+	f := llama3FreqFactors(hp)
+	// High frequencies (short wavelengths) are unscaled, low ones divided by
+	// Factor, and the band between moves monotonically from 1 to Factor.
+	if f[0] != 1 || f[len(f)-1] != 8 {
+		t.Fatalf("factors start %g end %g, want 1 and 8", f[0], f[len(f)-1])
+	}
+	for i := 1; i < len(f); i++ {
+		if f[i] < f[i-1] {
+			t.Fatalf("factors not monotonic at %d: %g < %g", i, f[i], f[i-1])
+		}
+	}
+}
+
+func TestQuantizeRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, cols = 8, 512
+	src := make([]float32, rows*cols)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	src[5] = 0 // some exact zeros and a constant block
+	for i := 64; i < 96; i++ {
+		src[i] = 0.25
+	}
+	tests := []struct {
+		typ gguf.Type
+		tol float64 // max abs error relative to the data's max magnitude
+	}{
+		{gguf.TypeF32, 0},
+		{gguf.TypeF16, 1e-3},
+		{gguf.TypeQ8_0, 0.01},
+		{gguf.TypeQ4_0, 0.1},
+		{gguf.TypeQ4_K, 0.1},
+	}
+	var amax float64
+	for _, v := range src {
+		amax = max(amax, math.Abs(float64(v)))
+	}
+	for _, tc := range tests {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			data, err := Quantize(tc.typ, src, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, len(src))
+			if err := quant.Dequantize(tc.typ, data, got); err != nil {
+				t.Fatal(err)
+			}
+			var worst, sq float64
+			for i := range src {
+				d := math.Abs(float64(got[i] - src[i]))
+				worst = max(worst, d)
+				sq += d * d
+			}
+			if worst > tc.tol*amax {
+				t.Errorf("max abs error %.3g > %.3g", worst, tc.tol*amax)
+			}
+			t.Logf("max abs error %.3g, rms %.3g", worst, math.Sqrt(sq/float64(len(src))))
+		})
+	}
+}
+
+func TestGenerateDeterministic(t *testing.T) {
+	var a, b bytes.Buffer
+	cfg := tinyCfg()
+	cfg.Type = gguf.TypeQ4_K
+	cfg.Dim, cfg.FFN = 256, 512
+	if err := Generate(cfg, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Generate(cfg, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("same config gave different bytes")
+	}
+	cfg.Seed++
+	b.Reset()
+	if err := Generate(cfg, &b); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("different seeds gave the same bytes")
+	}
+	f, err := gguf.Parse(a.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Layers[0].Wq.Type != gguf.TypeQ4_K {
+		t.Errorf("attn_q type %s, want Q4_K", m.Layers[0].Wq.Type)
+	}
+}
+
+func TestGenerateRejectsBadShapes(t *testing.T) {
+	for _, mod := range []func(*GenConfig){
+		func(c *GenConfig) { c.Heads = 5 },
+		func(c *GenConfig) { c.KVHeads = 3 },
+		func(c *GenConfig) { c.Type = gguf.TypeQ4_K }, // 64 is not a multiple of 256
+		func(c *GenConfig) { c.Type = gguf.TypeQ5_K },
+		func(c *GenConfig) { c.VocabSize = 100 },
+	} {
+		c := tinyCfg()
+		mod(&c)
+		if err := Generate(c, &bytes.Buffer{}); err == nil {
+			t.Errorf("Generate accepted %+v", c)
+		}
+	}
+}
+
+// TestQwen2MatchesPermutedLlama checks the qwen2 path (NEOX rotation, QKV
+// biases): a qwen2 model whose q/k rows are the llama model's rows permuted
+// from adjacent pairs (2i, 2i+1) to halves (i, i+d/2), with zero biases,
+// computes the same attention and so the same logits; a non-zero bias then
+// changes them.
+func TestQwen2MatchesPermutedLlama(t *testing.T) {
+	base := genTiny(t, tinyCfg()) // F32 weights
+	lm, err := FromGGUF(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := lm.HP.HeadDim
+	permute := func(ti gguf.TensorInfo) gguf.TensorInfo {
+		cols, rows := int(ti.Dims[0]), int(ti.Dims[1])
+		rb := cols * 4
+		out := make([]byte, len(ti.Data))
+		for r := range rows {
+			h, i := r/hd, r%hd
+			var nr int
+			if i%2 == 0 {
+				nr = h*hd + i/2
+			} else {
+				nr = h*hd + hd/2 + i/2
+			}
+			copy(out[nr*rb:(nr+1)*rb], ti.Data[r*rb:(r+1)*rb])
+		}
+		ti.Data = out
+		return ti
+	}
+	build := func(bias float32) *Model {
+		f := rewrite(t, base, func(kv gguf.KV) (gguf.KV, bool) {
+			if kv.Key == "general.architecture" {
+				kv.Value = "qwen2"
+			}
+			kv.Key = strings.Replace(kv.Key, "llama.", "qwen2.", 1)
+			return kv, true
+		}, func(ti gguf.TensorInfo) (gguf.TensorInfo, bool) {
+			if strings.HasSuffix(ti.Name, "attn_q.weight") || strings.HasSuffix(ti.Name, "attn_k.weight") {
+				ti = permute(ti)
+			}
+			return ti, true
+		})
+		m, err := FromGGUF(f)
+		if err == nil {
+			t.Fatal("qwen2 without biases loaded")
+		}
+		// Add the biases.
+		w := gguf.NewWriter()
+		for _, kv := range f.KVs {
+			if kv.Key != "general.alignment" {
+				w.AddKV(kv.Key, kv.Value)
+			}
+		}
+		for _, ti := range f.Tensors {
+			if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for l := range lm.HP.Layers {
+			for _, n := range []string{"q", "k", "v"} {
+				rows := lm.HP.KVHeads * hd
+				if n == "q" {
+					rows = lm.HP.Heads * hd
+				}
+				vals := make([]float32, rows)
+				if n == "v" {
+					for i := range vals {
+						vals[i] = bias
+					}
+				}
+				data, _ := Quantize(gguf.TypeF32, vals, rows)
+				if err := w.AddTensor(fmt.Sprintf("blk.%d.attn_%s.bias", l, n), gguf.TypeF32, []uint64{uint64(rows)}, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		g, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err = FromGGUF(g); err != nil {
+			t.Fatal(err)
+		}
+		if !m.HP.RopeNeox || m.HP.Arch != "qwen2" {
+			t.Fatalf("qwen2 hparams %+v", m.HP)
+		}
+		return m
+	}
+	prompt := []int32{1, 300, 301, 302, 303, 304, 305, 306, 307}
+	run := func(m *Model) [][]float32 {
+		b, err := NewCPUBackend(m, CPUConfig{KVType: "f32", BlockSize: 16, NumBlocks: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lg := greedy(t, b, prompt, 8, nil)
+		return lg
+	}
+	want := run(lm)
+	got := run(build(0))
+	for i := range want {
+		if d := maxAbs(got[i], want[i]); d > 1e-4 {
+			t.Fatalf("step %d: qwen2 (permuted) logits differ from llama by %g", i, d)
+		}
+	}
+	biased := run(build(0.5))
+	if d := maxAbs(biased[0], want[0]); d < 1e-3 {
+		t.Errorf("a V bias of 0.5 changed the logits by only %g", d)
+	}
+}
+
+func TestLlama3ScalingKeys(t *testing.T) {
+	f := rewrite(t, genTiny(t, tinyCfg()), nil, nil)
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		if kv.Key != "general.alignment" {
+			w.AddKV(kv.Key, kv.Value)
+		}
+	}
+	w.AddKV("llama.rope.scaling.type", "llama3")
+	w.AddKV("llama.rope.scaling.factor", float32(8))
+	w.AddKV("llama.rope.scaling.original_context_length", uint32(64))
+	for _, ti := range f.Tensors {
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromGGUF(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Llama3Scaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigContextLen: 64}
+	if diff := cmp.Diff(want, m.HP.RopeScaling); diff != "" {
+		t.Errorf("scaling (-want +got):\n%s", diff)
+	}
+	if len(m.RopeFreqs) != m.HP.HeadDim/2 || m.RopeFreqs[0] != 1 || m.RopeFreqs[len(m.RopeFreqs)-1] != 8 {
+		t.Errorf("rope freq factors %v", m.RopeFreqs)
+	}
+}

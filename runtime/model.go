@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/tokenizer"
+)
+
+// Model is a loaded model: weights, tokenizer, chat template and metadata.
+// The weights point into the GGUF mapping, so the Model (and every backend
+// built on it) is valid until Close.
+type Model struct {
+	// Name is general.name (or the file's base name).
+	Name string
+	// Path is the file loaded, or "builtin:weft-tiny" for the built-in model.
+	Path string
+	// Synthetic is true for the built-in random-weight model.
+	Synthetic bool
+	// HP are the hyper-parameters.
+	HP llama.HParams
+	// LM holds the weights.
+	LM *llama.Model
+	// Tok is the tokenizer.
+	Tok *tokenizer.Tokenizer
+	// ChatTemplate is tokenizer.chat_template ("" when the file has none).
+	ChatTemplate string
+	// Template is the compiled chat template: the file's, or chat.Default()
+	// (ChatML) when it has none or it does not compile (then TemplateErr
+	// says why; callers should log it).
+	Template    *chat.Template
+	TemplateErr error
+	// TensorTypes counts the tensors of each type ("Q4_K": 97).
+	TensorTypes map[string]int
+	// File is the parsed GGUF; Close unmaps it.
+	File *gguf.File
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// TypeSummary renders TensorTypes as "F32:65 Q4_K:97", most common first.
+func (m *Model) TypeSummary() string {
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range m.TensorTypes {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].k < all[j].k
+	})
+	parts := make([]string, len(all))
+	for i, e := range all {
+		parts[i] = fmt.Sprintf("%s:%d", e.k, e.n)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Load opens and memory-maps a GGUF model file and builds its weights and
+// tokenizer. Unsupported architectures and tensor types are refused.
+func Load(path string) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	m, err := fromFile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func fromFile(f *gguf.File, path string) (*Model, error) {
+	lm, err := llama.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if tok.VocabSize() > lm.HP.VocabSize {
+		return nil, fmt.Errorf("tokenizer has %d tokens but the model only %d embeddings", tok.VocabSize(), lm.HP.VocabSize)
+	}
+	m := &Model{Path: path, HP: lm.HP, LM: lm, Tok: tok, File: f, TensorTypes: map[string]int{}}
+	m.Name, _ = f.String("general.name")
+	if m.Name == "" {
+		base := path[strings.LastIndexAny(path, `/\`)+1:]
+		m.Name = strings.TrimSuffix(base, ".gguf")
+	}
+	m.ChatTemplate, _ = f.String("tokenizer.chat_template")
+	var bos, eos string
+	if id := tok.BOS(); id >= 0 {
+		bos = tok.Piece(id)
+	}
+	if id := tok.EOS(); id >= 0 {
+		eos = tok.Piece(id)
+	}
+	m.Template, m.TemplateErr = chat.FromMetadata(m.ChatTemplate, bos, eos)
+	if m.TemplateErr != nil {
+		m.Template = chat.Default()
+	}
+	for _, t := range f.Tensors {
+		m.TensorTypes[t.Type.String()]++
+	}
+	return m, nil
+}
+
+// Close releases the file mapping. The model and its backends must not be
+// used afterwards.
+func (m *Model) Close() error {
+	m.closeOnce.Do(func() {
+		if m.File != nil {
+			m.closeErr = m.File.Close()
+		}
+	})
+	return m.closeErr
+}
+
+// NewCPUBackend returns a CPU backend for the model.
+func (m *Model) NewCPUBackend(cfg llama.CPUConfig) (*llama.CPUBackend, error) {
+	return llama.NewCPUBackend(m.LM, cfg)
+}
+
+var _ Backend = (*llama.CPUBackend)(nil)
+
+// DefaultModelName is the name of the built-in model.
+const DefaultModelName = "weft-tiny"
+
+// DefaultModelNotice is what to log when the built-in model is served.
+const DefaultModelNotice = "built-in synthetic model weft-tiny (random weights, NOT a trained model); " +
+	"pass --model PATH.gguf to serve a real model"
+
+// LoadDefault builds the built-in model weft-tiny: a small random-weight
+// llama (64 wide, 2 layers, 4 heads / 2 KV heads, generated 512-token
+// byte-fallback vocabulary, a simple chat template) generated
+// deterministically in memory, written as GGUF and loaded through the same
+// parser as a file. Its output is gibberish; it exists so weft runs with
+// nothing downloaded. Callers should log DefaultModelNotice.
+func LoadDefault() (*Model, error) {
+	cfg, err := llama.Preset("tiny")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := llama.Generate(cfg, &buf); err != nil {
+		return nil, fmt.Errorf("built-in model: %w", err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("built-in model: %w", err)
+	}
+	m, err := fromFile(f, "builtin:"+DefaultModelName)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("built-in model: %w", err)
+	}
+	m.Synthetic = true
+	return m, nil
+}
