@@ -13,10 +13,11 @@ const (
 	isaC                     // portable C (compiler's baseline vectors)
 	isaAVX2                  // AVX2 + FMA + F16C
 	isaAVX512                // AVX-512 F/BW/VL/DQ + FMA + F16C
+	isaVNNI                  // isaAVX512 plus VNNI: integer dot products for few tokens
 )
 
 func (k isaKind) String() string {
-	return [...]string{"go", "c", "avx2", "avx512"}[k]
+	return [...]string{"go", "c", "avx2", "avx512", "avx512vnni"}[k]
 }
 
 // activeISA is chosen once at start-up from what the CPU offers.
@@ -28,6 +29,8 @@ func bestISA() isaKind {
 	}
 	x := cpu.X86
 	switch {
+	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512VNNI && x.HasFMA && x.HasAVX2 && x.HasOSXSAVE:
+		return isaVNNI
 	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ && x.HasFMA && x.HasAVX2 && x.HasOSXSAVE:
 		return isaAVX512
 	case x.HasAVX2 && x.HasFMA && x.HasOSXSAVE:
@@ -36,7 +39,7 @@ func bestISA() isaKind {
 	return isaC
 }
 
-// ISA names the kernel set in use: "avx512", "avx2", "c" or "go".
+// ISA names the kernel set in use: "avx512vnni", "avx512", "avx2", "c" or "go".
 func ISA() string { return activeISA.String() }
 
 // availableISAs lists every kernel set this CPU can run, best last.

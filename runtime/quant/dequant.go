@@ -18,8 +18,12 @@ var ErrType = errors.New("quant: unsupported tensor type")
 
 // Supported reports whether Dequantize and MatMul handle type t.
 func Supported(t gguf.Type) bool {
-	_, ok := dequantizers[t]
-	return ok
+	switch t {
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0,
+		gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		return true
+	}
+	return false
 }
 
 type dequantFunc func(src []byte, dst []float32)

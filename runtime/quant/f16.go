@@ -3,14 +3,17 @@ package quant
 import "math"
 
 // F16ToF32 converts an IEEE 754 binary16 value to float32 exactly
-// (subnormals, infinities and NaN payloads included).
+// (subnormals and infinities included). NaNs keep sign and payload and come
+// back quiet, as from the x86 F16C instruction ggml uses.
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
 	switch {
-	case exp == 0x1f: // inf / nan: keep the payload in the top mantissa bits
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0x1f && mant == 0:
+		return math.Float32frombits(sign | 0x7f800000)
+	case exp == 0x1f: // nan: payload in the top mantissa bits, quiet
+		return math.Float32frombits(sign | 0x7fc00000 | mant<<13)
 	case exp != 0:
 		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 	case mant == 0:

@@ -7,12 +7,32 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
+#if defined(HAVE_F16C)
+#define H2F(h) _cvtsh_ss((uint16_t)(h))
+#else
+#define H2F(h) weft_f16_to_f32((uint16_t)(h))
+#endif
 
 typedef float FN(vf) __attribute__((vector_size(VW * 4)));
 typedef float FN(vfu) __attribute__((vector_size(VW * 4), aligned(4), may_alias));
 
 static inline __attribute__((always_inline)) FN(vf) FN(ld)(const float *p) {
 	return *(const FN(vfu) *)p;
+}
+
+// ldw loads VW weights at element index i: float32, or (WH) float16
+// converted in registers (F16C builds only).
+static inline __attribute__((always_inline)) FN(vf) FN(ldw)(const void *w, long i, const int WH) {
+#if defined(HAVE_F16C) && VW == 16
+	if (WH) return (FN(vf))_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)));
+#elif defined(HAVE_F16C)
+	if (WH) return (FN(vf))_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+#endif
+	return FN(ld)((const float *)w + i);
+}
+
+static inline __attribute__((always_inline)) float FN(wat)(const void *w, long i, const int WH) {
+	return WH ? weft_f16_to_f32(((const uint16_t *)w)[i]) : ((const float *)w)[i];
 }
 
 static inline __attribute__((always_inline)) float FN(hsum)(FN(vf) v) {
@@ -37,11 +57,43 @@ static inline __attribute__((always_inline)) float FN(hsum)(FN(vf) v) {
 	return s;
 }
 
+
+#if VW == 16
+// reduce returns a vector whose lane i is the sum of a[i]'s lanes, for
+// i < cnt (cnt 4 or 16): a shuffle-add tree, 15 steps for 16 vectors
+// instead of 16 separate horizontal sums.
+typedef int FN(vi) __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) FN(vf) FN(reduce)(FN(vf) *a, const int cnt) {
+	FN(vf) v[8], u[4], p[2];
+	const FN(vi) l1a = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+		     l1b = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+		     l2a = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},
+		     l2b = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31},
+		     l3a = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29},
+		     l3b = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31},
+		     l4a = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30},
+		     l4b = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+	const int n1 = cnt / 2, n2 = (cnt + 3) / 4, n3 = (cnt + 7) / 8;
+	for (int i = 0; i < n1; i++)
+		v[i] = __builtin_shuffle(a[2 * i], a[2 * i + 1], l1a) + __builtin_shuffle(a[2 * i], a[2 * i + 1], l1b);
+	for (int i = 0; i < n2; i++) {
+		FN(vf) b = 2 * i + 1 < n1 ? v[2 * i + 1] : v[2 * i];
+		u[i] = __builtin_shuffle(v[2 * i], b, l2a) + __builtin_shuffle(v[2 * i], b, l2b);
+	}
+	for (int i = 0; i < n3; i++) {
+		FN(vf) b = 2 * i + 1 < n2 ? u[2 * i + 1] : u[2 * i];
+		p[i] = __builtin_shuffle(u[2 * i], b, l3a) + __builtin_shuffle(u[2 * i], b, l3b);
+	}
+	FN(vf) b = n3 > 1 ? p[1] : p[0];
+	return __builtin_shuffle(p[0], b, l4a) + __builtin_shuffle(p[0], b, l4b);
+}
+#endif
+
 // micro computes y[j*ldy + i] = sum_k w[i*ldw + k] * x[j*ldx + k] for
 // i < MR, j < NR; always inlined with constant MR, NR so the accumulators
 // live in registers.
-static inline __attribute__((always_inline)) void FN(micro)(const float *w, long ldw, const float *x, long ldx, int K,
-							     float *y, long ldy, const int MR, const int NR) {
+static inline __attribute__((always_inline)) void FN(micro)(const void *w, long ldw, const float *x, long ldx, int K,
+							     float *y, long ldy, const int MR, const int NR, const int WH) {
 	FN(vf) acc[4][NRMAX];
 	for (int i = 0; i < MR; i++)
 		for (int j = 0; j < NR; j++) acc[i][j] = (FN(vf)){0};
@@ -50,59 +102,94 @@ static inline __attribute__((always_inline)) void FN(micro)(const float *w, long
 		FN(vf) xv[NRMAX];
 		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
 		for (int i = 0; i < MR; i++) {
-			FN(vf) wv = FN(ld)(w + i * ldw + k);
+			if (MR == 4) // stream: fetch the same column MR rows ahead (next micro call)
+				__builtin_prefetch((const char *)w + ((i + 4) * ldw + k) * (WH ? 2 : 4) + 256, 0, 0);
+			FN(vf) wv = FN(ldw)(w, i * ldw + k, WH);
 			for (int j = 0; j < NR; j++) acc[i][j] += wv * xv[j];
 		}
 	}
+#if VW == 16
+	if (MR == 4 && (NR == 4 || NR == 1)) {
+		// reduce all accumulators at once: lanes of the result are
+		// (token j, row i) at j*4 + i, ready for 4-float stores.
+		FN(vf) a[16];
+		for (int j = 0; j < NR; j++)
+			for (int i = 0; i < 4; i++) a[j * 4 + i] = acc[i][j];
+		FN(vf) r = FN(reduce)(a, NR * 4);
+		float out[16];
+		memcpy(out, &r, sizeof out);
+		for (int j = 0; j < NR; j++)
+			for (int i = 0; i < 4; i++) {
+				float s = out[j * 4 + i];
+				for (int kk = k; kk < K; kk++) s += FN(wat)(w, i * ldw + kk, WH) * x[j * ldx + kk];
+				y[j * ldy + i] = s;
+			}
+		return;
+	}
+#endif
 	for (int i = 0; i < MR; i++)
 		for (int j = 0; j < NR; j++) {
 			float s = FN(hsum)(acc[i][j]);
-			for (int kk = k; kk < K; kk++) s += w[i * ldw + kk] * x[j * ldx + kk];
+			for (int kk = k; kk < K; kk++) s += FN(wat)(w, i * ldw + kk, WH) * x[j * ldx + kk];
 			y[j * ldy + i] = s;
 		}
 }
 
+#define WOFF(i) (WH ? (const void *)((const uint16_t *)w + (i) * ldw) : (const void *)((const float *)w + (i) * ldw))
 // block multiplies rows [0, m) of the f32 tile w (row stride ldw) with all n
 // tokens of x, writing y (token stride ldy).
-static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
+static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y,
+							      long ldy, const int WH) {
 	int j = 0;
 	for (; j + NRMAX <= n; j += NRMAX) {
 		int i = 0;
-		for (; i + 4 <= m; i += 4) FN(micro)(w + i * ldw, ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 4, NRMAX);
-		for (; i < m; i++) FN(micro)(w + i * ldw, ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 1, NRMAX);
+		for (; i + 4 <= m; i += 4) FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 4, NRMAX, WH);
+		for (; i < m; i++) FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 1, NRMAX, WH);
 	}
 	int rem = n - j;
 	if (rem == 0) return;
 	int i = 0;
 	for (; i + 4 <= m; i += 4) {
-		const float *wi = w + i * ldw;
+		const void *wi = WH ? (const void *)((const uint16_t *)w + i * ldw) : (const void *)((const float *)w + i * ldw);
 		const float *xj = x + j * ldx;
 		float *yj = y + j * ldy + i;
 		switch (rem) {
-		case 1: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 1); break;
+		case 1: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 1, WH); break;
 #if NRMAX > 2
-		case 2: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 2); break;
+		case 2: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 2, WH); break;
 #endif
 #if NRMAX > 3
-		case 3: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 3); break;
+		case 3: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 3, WH); break;
 #endif
 #if NRMAX > 4
-		case 4: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 4); break;
+		case 4: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 4, WH); break;
 #endif
 #if NRMAX > 5
-		case 5: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 5); break;
+		case 5: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 5, WH); break;
 #endif
 		default:
-			for (int jj = 0; jj < rem; jj++) FN(micro)(wi, ldw, xj + jj * ldx, ldx, K, yj + jj * ldy, ldy, 4, 1);
+			for (int jj = 0; jj < rem; jj++) FN(micro)(wi, ldw, xj + jj * ldx, ldx, K, yj + jj * ldy, ldy, 4, 1, WH);
 		}
 	}
 	for (; i < m; i++)
-		for (int jj = j; jj < n; jj++) FN(micro)(w + i * ldw, ldw, x + jj * ldx, ldx, K, y + jj * ldy + i, ldy, 1, 1);
+		for (int jj = j; jj < n; jj++) FN(micro)(WOFF(i), ldw, x + jj * ldx, ldx, K, y + jj * ldy + i, ldy, 1, 1, WH);
 }
+
+#undef WOFF
+
+static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 0);
+}
+
+#if defined(HAVE_F16C)
+static void FN(blockh)(const uint16_t *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 1);
+}
+#endif
 
 // ---- row dequantizers (same arithmetic as the Go reference) ----
 
-static void FN(dq_f16)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_f16)(const uint8_t *restrict src, float *restrict dst, int K) {
 	const uint16_t *h = (const uint16_t *)src;
 	int k = 0;
 #if defined(HAVE_F16C) && VW == 16
@@ -113,26 +200,26 @@ static void FN(dq_f16)(const uint8_t *src, float *dst, int K) {
 	for (; k < K; k++) dst[k] = weft_f16_to_f32(h[k]);
 }
 
-static void FN(dq_bf16)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_bf16)(const uint8_t *restrict src, float *restrict dst, int K) {
 	const uint16_t *h = (const uint16_t *)src;
 	uint32_t *d = (uint32_t *)dst;
 	for (int k = 0; k < K; k++) d[k] = (uint32_t)h[k] << 16;
 }
 
-static void FN(dq_q8_0)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q8_0)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 32; b++) {
 		const uint8_t *blk = src + b * 34;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		float d = H2F(blk[0] | blk[1] << 8);
 		const int8_t *q = (const int8_t *)(blk + 2);
 		float *y = dst + b * 32;
 		for (int j = 0; j < 32; j++) y[j] = (float)q[j] * d;
 	}
 }
 
-static void FN(dq_q4_0)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q4_0)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 32; b++) {
 		const uint8_t *blk = src + b * 18;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		float d = H2F(blk[0] | blk[1] << 8);
 		const uint8_t *q = blk + 2;
 		float *y = dst + b * 32;
 		for (int j = 0; j < 16; j++) {
@@ -142,11 +229,11 @@ static void FN(dq_q4_0)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q4_1)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q4_1)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 32; b++) {
 		const uint8_t *blk = src + b * 20;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
-		float m = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float d = H2F(blk[0] | blk[1] << 8);
+		float m = H2F(blk[2] | blk[3] << 8);
 		const uint8_t *q = blk + 4;
 		float *y = dst + b * 32;
 		for (int j = 0; j < 16; j++) {
@@ -156,10 +243,10 @@ static void FN(dq_q4_1)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q5_0)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q5_0)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 32; b++) {
 		const uint8_t *blk = src + b * 22;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
+		float d = H2F(blk[0] | blk[1] << 8);
 		uint32_t qh;
 		memcpy(&qh, blk + 2, 4);
 		const uint8_t *q = blk + 6;
@@ -172,11 +259,11 @@ static void FN(dq_q5_0)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q5_1)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q5_1)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 32; b++) {
 		const uint8_t *blk = src + b * 24;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8);
-		float m = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float d = H2F(blk[0] | blk[1] << 8);
+		float m = H2F(blk[2] | blk[3] << 8);
 		uint32_t qh;
 		memcpy(&qh, blk + 4, 4);
 		const uint8_t *q = blk + 8;
@@ -189,10 +276,10 @@ static void FN(dq_q5_1)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q2_k)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q2_k)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 256; b++) {
 		const uint8_t *blk = src + b * 84, *sc = blk, *q = blk + 16;
-		float d = weft_f16_to_f32(blk[80] | blk[81] << 8), dmin = weft_f16_to_f32(blk[82] | blk[83] << 8);
+		float d = H2F(blk[80] | blk[81] << 8), dmin = H2F(blk[82] | blk[83] << 8);
 		float *y = dst + b * 256;
 		int is = 0;
 		for (int n = 0; n < 2; n++, q += 32)
@@ -204,10 +291,10 @@ static void FN(dq_q2_k)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q3_k)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q3_k)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 256; b++) {
 		const uint8_t *blk = src + b * 110, *hm = blk, *q = blk + 32, *s = blk + 96;
-		float d = weft_f16_to_f32(blk[108] | blk[109] << 8);
+		float d = H2F(blk[108] | blk[109] << 8);
 		int sc[16];
 		for (int j = 0; j < 16; j++)
 			sc[j] = (((s[j % 8] >> (4 * (j / 8))) & 15) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
@@ -237,10 +324,10 @@ static inline void FN(k4sm)(int j, const uint8_t *q, int *sc, int *m) {
 	}
 }
 
-static void FN(dq_q4_k)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q4_k)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 256; b++) {
 		const uint8_t *blk = src + b * 144, *scales = blk + 4, *q = blk + 16;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8), dmin = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float d = H2F(blk[0] | blk[1] << 8), dmin = H2F(blk[2] | blk[3] << 8);
 		float *y = dst + b * 256;
 		for (int j = 0; j < 4; j++, q += 32, y += 64) {
 			int s1, m1, s2, m2;
@@ -255,10 +342,10 @@ static void FN(dq_q4_k)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q5_k)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q5_k)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 256; b++) {
 		const uint8_t *blk = src + b * 176, *scales = blk + 4, *qh = blk + 16, *q = blk + 48;
-		float d = weft_f16_to_f32(blk[0] | blk[1] << 8), dmin = weft_f16_to_f32(blk[2] | blk[3] << 8);
+		float d = H2F(blk[0] | blk[1] << 8), dmin = H2F(blk[2] | blk[3] << 8);
 		float *y = dst + b * 256;
 		for (int j = 0; j < 4; j++, q += 32, y += 64) {
 			int s1, m1, s2, m2;
@@ -274,10 +361,10 @@ static void FN(dq_q5_k)(const uint8_t *src, float *dst, int K) {
 	}
 }
 
-static void FN(dq_q6_k)(const uint8_t *src, float *dst, int K) {
+static void FN(dq_q6_k)(const uint8_t *restrict src, float *restrict dst, int K) {
 	for (int b = 0; b < K / 256; b++) {
 		const uint8_t *blk = src + b * 210;
-		float d = weft_f16_to_f32(blk[208] | blk[209] << 8);
+		float d = H2F(blk[208] | blk[209] << 8);
 		float *y = dst + b * 256;
 		for (int n = 0; n < 2; n++) {
 			const uint8_t *ql = blk + 64 * n, *qh = blk + 128 + 32 * n;
@@ -320,12 +407,182 @@ static FN(dqfn) FN(dq_for)(int type) {
 	return 0;
 }
 
+
+// ---- packed GEMM for many tokens (n >= WEFT_GEMM_BIG_N) ----
+// A tile of GMR = GMV*VW rows is dequantized and transposed to wt[k][GMR];
+// tokens are packed in panels of GNT as xp[k][GNT]. The micro-kernel keeps
+// GMV x GNT vector accumulators (rows along the vector) and, per k, loads
+// GMV weight vectors and broadcasts GNT token values: no horizontal sums,
+// results stored as contiguous row vectors of y.
+#define GMR (GMV * VW)
+
+static inline __attribute__((always_inline)) void FN(gmicro)(const float *restrict wt, const float *restrict xp, int K,
+							      float *restrict y, long ldy, int m, int nt) {
+	FN(vf) acc[GMV][GNT];
+	for (int v = 0; v < GMV; v++)
+		for (int t = 0; t < GNT; t++) acc[v][t] = (FN(vf)){0};
+	for (int k = 0; k < K; k++) {
+		FN(vf) wv[GMV];
+		for (int v = 0; v < GMV; v++) wv[v] = *(const FN(vf) *)(wt + (long)k * GMR + v * VW);
+		for (int t = 0; t < GNT; t++) {
+			float b = xp[(long)k * GNT + t];
+			for (int v = 0; v < GMV; v++) acc[v][t] += wv[v] * b;
+		}
+	}
+	if (m == GMR) {
+		for (int t = 0; t < nt; t++)
+			for (int v = 0; v < GMV; v++) *(FN(vfu) *)(y + t * ldy + v * VW) = acc[v][t];
+	} else {
+		for (int t = 0; t < nt; t++) {
+			float tmp[GMR];
+			for (int v = 0; v < GMV; v++) memcpy(tmp + v * VW, &acc[v][t], VW * 4);
+			for (int i = 0; i < m; i++) y[t * ldy + i] = tmp[i];
+		}
+	}
+}
+
+static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		    long ldy) {
+	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
+	if (type != 0 && !dq) return -1;
+	int panels = (n + GNT - 1) / GNT;
+	float *xp = weft_scratch(0, (long)panels * GNT * K);
+	float *rows = weft_scratch(1, (long)GMR * K);
+	float *wt = weft_scratch(2, (long)GMR * K);
+	if (!xp || !rows || !wt) return -1;
+	for (int p = 0; p < panels; p++) {
+		float *dst = xp + (long)p * GNT * K;
+		for (int t = 0; t < GNT; t++) {
+			int tok = p * GNT + t;
+			if (tok < n) {
+				const float *src = x + (long)tok * K;
+				for (int k = 0; k < K; k++) dst[(long)k * GNT + t] = src[k];
+			} else {
+				for (int k = 0; k < K; k++) dst[(long)k * GNT + t] = 0;
+			}
+		}
+	}
+	for (int r = r0; r < r1; r += GMR) {
+		int m = r1 - r < GMR ? r1 - r : GMR;
+		for (int i = 0; i < m; i++) {
+			const uint8_t *src = w + (long)(r + i) * rowBytes;
+			const float *row;
+			if (type == 0) {
+				row = (const float *)src;
+			} else {
+				dq(src, rows + (long)i * K, K);
+				row = rows + (long)i * K;
+			}
+			for (int k = 0; k < K; k++) wt[(long)k * GMR + i] = row[k];
+		}
+		for (int i = m; i < GMR; i++)
+			for (int k = 0; k < K; k++) wt[(long)k * GMR + i] = 0;
+		for (int p = 0; p < panels; p++) {
+			int nt = n - p * GNT < GNT ? n - p * GNT : GNT;
+			FN(gmicro)(wt, xp + (long)p * GNT * K, K, y + (long)p * GNT * ldy + r, ldy, m, nt);
+		}
+	}
+	return 0;
+}
+#undef GMR
+
+// ---- lane GEMM for a moderate number of tokens ----
+// Tokens go along the vector lanes: x is packed once per call into panels of
+// GT = GTV*VW tokens laid out xp[k][GT]. Weights are dequantized GR rows at a
+// time into a row-major f32 tile (F32 weights are read in place). The
+// micro-kernel keeps GR x GTV vector accumulators; per k it loads GTV token
+// vectors and broadcasts GR weights. No horizontal sums and no transposition
+// of the weights; each output is written once (tokens strided by ldy).
+#define GT (GTV * VW)
+
+static inline __attribute__((always_inline)) void FN(lmicro)(const float *restrict w, long ldw, const float *restrict xp,
+							      int K, float *restrict y, long ldy, int m, int nt) {
+	FN(vf) acc[GR][GTV];
+	for (int r = 0; r < GR; r++)
+		for (int v = 0; v < GTV; v++) acc[r][v] = (FN(vf)){0};
+	for (int k = 0; k < K; k++) {
+		FN(vf) xv[GTV];
+		for (int v = 0; v < GTV; v++) xv[v] = *(const FN(vf) *)(xp + (long)k * GT + v * VW);
+		for (int r = 0; r < GR; r++) {
+			float b = w[r * ldw + k];
+			for (int v = 0; v < GTV; v++) acc[r][v] += xv[v] * b;
+		}
+	}
+	for (int r = 0; r < m; r++)
+		for (int v = 0; v < GTV; v++) {
+			float tmp[VW];
+			memcpy(tmp, &acc[r][v], sizeof tmp);
+			for (int l = 0; l < VW && v * VW + l < nt; l++) y[(long)(v * VW + l) * ldy + r] = tmp[l];
+		}
+}
+
+static int FN(lgemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		    long ldy) {
+	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
+	if (type != 0 && !dq) return -1;
+	int panels = (n + GT - 1) / GT;
+	float *xp = weft_scratch(0, (long)panels * GT * K);
+	float *tile = weft_scratch(1, (long)GTILE * K);
+	if (!xp || !tile) return -1;
+	for (int p = 0; p < panels; p++) {
+		float *dst = xp + (long)p * GT * K;
+		for (int t = 0; t < GT; t++) {
+			int tok = p * GT + t;
+			if (tok < n) {
+				const float *src = x + (long)tok * K;
+				for (int k = 0; k < K; k++) dst[(long)k * GT + t] = src[k];
+			} else {
+				for (int k = 0; k < K; k++) dst[(long)k * GT + t] = 0;
+			}
+		}
+	}
+	for (int r = r0; r < r1; r += GTILE) {
+		int m = r1 - r < GTILE ? r1 - r : GTILE;
+		int mp = (m + GR - 1) / GR * GR;
+		const float *wt;
+		long ldw = K;
+		if (type == 0 && m == mp) {
+			wt = (const float *)(w + (long)r * rowBytes);
+		} else {
+			for (int i = 0; i < m; i++) {
+				const uint8_t *src = w + (long)(r + i) * rowBytes;
+				if (type == 0)
+					memcpy(tile + (long)i * K, src, (size_t)K * 4);
+				else
+					dq(src, tile + (long)i * K, K);
+			}
+			memset(tile + (long)m * K, 0, (size_t)(mp - m) * K * 4);
+			wt = tile;
+		}
+		for (int p = 0; p < panels; p++) {
+			int nt = n - p * GT < GT ? n - p * GT : GT;
+			for (int g = 0; g < m; g += GR) {
+				int mg = m - g < GR ? m - g : GR;
+				FN(lmicro)(wt + (long)g * ldw, ldw, xp + (long)p * GT * K, K, y + (long)p * GT * ldy + r + g, ldy, mg, nt);
+			}
+		}
+	}
+	return 0;
+}
+#undef GT
+
 // matmul: rows [r0, r1) of y = W x for n tokens. F32 weights are used in
 // place; other types are dequantized RB rows at a time into a thread-local
 // f32 tile (row stride K), which then meets every token while it sits in
 // L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
 static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		      long ldy) {
+	if (n >= WEFT_GEMM_BIG_N) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	if (n >= WEFT_GEMM_MIN_N) return FN(lgemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+#if defined(HAVE_F16C)
+	if (type == 1) { // F16: converted in registers, no tile
+		for (int r = r0; r < r1; r += 64) {
+			int m = r1 - r < 64 ? r1 - r : 64;
+			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy);
+		}
+		return 0;
+	}
+#endif
 	if (type == 0) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
@@ -336,7 +593,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 	FN(dqfn) dq = FN(dq_for)(type);
 	if (!dq) return -1;
 	int rb = weft_tile_rows(K, n);
-	float *tile = weft_scratch((long)rb * K);
+	float *tile = weft_scratch(0, (long)rb * K);
 	if (!tile) return -1;
 	for (int r = r0; r < r1; r += rb) {
 		int m = r1 - r < rb ? r1 - r : rb;
@@ -386,5 +643,6 @@ static void FN(f32_to_f16s)(uint16_t *dst, const float *src, long n) {
 }
 
 #undef FN
+#undef H2F
 #undef CAT
 #undef CAT_

@@ -4,14 +4,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__)
+
+// WEFT_X86: build the x86 SIMD variants (-DWEFT_PORTABLE_ONLY checks the
+// portable code alone on an x86 host).
+#if defined(__x86_64__) && !defined(WEFT_PORTABLE_ONLY)
+#define WEFT_X86 1
+#else
+#define WEFT_X86 0
+#endif
+#if WEFT_X86
 #include <immintrin.h>
 #endif
 
 static inline float weft_f16_to_f32(uint16_t h) {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 0x3ff, bits;
 	if (exp == 31) {
-		bits = sign | 0x7f800000u | mant << 13;
+		bits = sign | 0x7f800000u | mant << 13 | (mant ? 0x400000u : 0);
 	} else if (exp) {
 		bits = sign | (exp + 112) << 23 | mant << 13;
 	} else if (!mant) {
@@ -50,19 +58,27 @@ static inline uint16_t weft_f32_to_f16(float f) {
 	return sign | half;
 }
 
-static __thread float *weft_tls_buf;
-static __thread long weft_tls_cap;
+static __thread float *weft_tls_buf[3];
+static __thread long weft_tls_cap[3];
 
-// weft_scratch returns this thread's tile buffer of at least n floats.
-static float *weft_scratch(long n) {
-	if (n > weft_tls_cap) {
-		free(weft_tls_buf);
+// weft_scratch returns this thread's buffer number slot (0..2) of at least n
+// floats (64-byte aligned). Buffers live as long as the thread.
+static float *weft_scratch(int slot, long n) {
+	if (n > weft_tls_cap[slot]) {
+		free(weft_tls_buf[slot]);
 		long bytes = (n * 4 + 63) & ~63L;
-		weft_tls_buf = aligned_alloc(64, bytes);
-		weft_tls_cap = weft_tls_buf ? n : 0;
+		weft_tls_buf[slot] = aligned_alloc(64, bytes);
+		weft_tls_cap[slot] = weft_tls_buf[slot] ? n : 0;
 	}
-	return weft_tls_buf;
+	return weft_tls_buf[slot];
 }
+
+// Tokens from which matmul switches from the dot-product kernel to the lane
+// GEMM (tokens along the vector lanes, weights broadcast), and from that to
+// the packed GEMM (weights transposed per tile, tokens broadcast), whose
+// per-tile transposition pays off only over many tokens.
+#define WEFT_GEMM_MIN_N 24
+#define WEFT_GEMM_BIG_N 160
 
 // weft_tile_rows: rows dequantized per tile. Few tokens: 4 rows (the tile
 // stays in L1 for the one pass). Many tokens: ~96 KiB of f32 so the tile
@@ -79,22 +95,42 @@ static int weft_tile_rows(int K, int n) {
 #define SFX _gen
 #define VW 4
 #define NRMAX 2
+#define GMV 2
+#define GNT 4
+#define GR 4
+#define GTV 2
+#define GTILE 64
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
+#undef GR
+#undef GMV
+#undef GNT
+#undef GTV
+#undef GTILE
 
-#if defined(__x86_64__)
+#if WEFT_X86
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #define HAVE_F16C 1
 #define SFX _avx2
 #define VW 8
 #define NRMAX 3
+#define GMV 2
+#define GNT 6
+#define GR 6
+#define GTV 2
+#define GTILE 48
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
+#undef GR
+#undef GMV
+#undef GNT
+#undef GTV
+#undef GTILE
 #pragma GCC pop_options
 
 #pragma GCC push_options
@@ -102,45 +138,68 @@ static int weft_tile_rows(int K, int n) {
 #define SFX _avx512
 #define VW 16
 #define NRMAX 4
+#define GMV 2
+#define GNT 12
+#define GR 12
+#define GTV 2
+#define GTILE 48
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
+#undef GR
+#undef GMV
+#undef GNT
+#undef GTV
+#undef GTILE
 #undef HAVE_F16C
 #pragma GCC pop_options
 #endif
 
+#include "kern_vnni.h"
+
 // ISA selectors passed from Go.
-enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2 };
+enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
+
+// weft_uses_vnni reports whether weft_matmul takes the integer path (it
+// quantizes activations to 8 bits, which the tests must allow for).
+static int weft_uses_vnni(int isa, int type, int K, int n) {
+#if WEFT_X86
+	return isa == WEFT_VNNI && n < WEFT_GEMM_MIN_N && vnni_ok(type, K);
+#else
+	return 0;
+#endif
+}
 
 static int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n,
 		       float *y, long ldy) {
-#if defined(__x86_64__)
-	if (isa == WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+#if WEFT_X86
+	if (weft_uses_vnni(isa, type, K, n)) return matmul_vnni(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #endif
 	return matmul_gen(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 }
 
 static float weft_dot(int isa, const float *a, const float *b, long n) {
-#if defined(__x86_64__)
-	if (isa == WEFT_AVX512) return dot_avx512(a, b, n);
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return dot_avx512(a, b, n);
 	if (isa == WEFT_AVX2) return dot_avx2(a, b, n);
 #endif
 	return dot_gen(a, b, n);
 }
 
 static void weft_f16_to_f32s(int isa, float *dst, const uint16_t *src, long n) {
-#if defined(__x86_64__)
-	if (isa == WEFT_AVX512) return f16_to_f32s_avx512(dst, src, n);
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return f16_to_f32s_avx512(dst, src, n);
 	if (isa == WEFT_AVX2) return f16_to_f32s_avx2(dst, src, n);
 #endif
 	f16_to_f32s_gen(dst, src, n);
 }
 
 static void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n) {
-#if defined(__x86_64__)
-	if (isa == WEFT_AVX512) return f32_to_f16s_avx512(dst, src, n);
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return f32_to_f16s_avx512(dst, src, n);
 	if (isa == WEFT_AVX2) return f32_to_f16s_avx2(dst, src, n);
 #endif
 	f32_to_f16s_gen(dst, src, n);

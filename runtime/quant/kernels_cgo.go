@@ -23,6 +23,12 @@ func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []
 	}
 }
 
+// usesQuantizedActivations reports whether MatMul rounds x to 8 bits for
+// this product (the integer kernels).
+func usesQuantizedActivations(isa isaKind, w Weight, n int) bool {
+	return isa >= isaC && C.weft_uses_vnni(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n)) != 0
+}
+
 func dotC(isa isaKind, a, b []float32) float32 {
 	return float32(C.weft_dot(C.int(isa-isaC), (*C.float)(&a[0]), (*C.float)(&b[0]), C.long(len(a))))
 }

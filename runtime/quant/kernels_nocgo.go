@@ -8,6 +8,8 @@ func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []
 	matmulRowsGo(w, rb, r0, r1, x, n, y)
 }
 
+func usesQuantizedActivations(isa isaKind, w Weight, n int) bool { return false }
+
 func dotC(isa isaKind, a, b []float32) float32 { return dotGo(a, b) }
 
 func f16ToF32sFast(dst []float32, src []uint16) bool { return false }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // MatMul computes y[t*w.Rows + r] = sum_k W[r][k] * x[t*w.Cols + k] for
@@ -22,18 +23,27 @@ func MatMul(y []float32, w Weight, x []float32, n int) {
 		matmulRows(isa, w, rb, 0, w.Rows, x, n, y)
 		return
 	}
-	var wg sync.WaitGroup
-	chunk := (w.Rows + parts - 1) / parts
-	chunk = (chunk + 3) &^ 3
-	wg.Add(parts - 1)
-	r0 := chunk
-	for range parts - 1 {
-		r1 := min(r0+chunk, w.Rows)
-		poolCh <- task{isa: isa, w: w, rb: rb, r0: r0, r1: r1, x: x, n: n, y: y, wg: &wg}
-		r0 = r1
+	// Work is cut into chunks that the caller and the pool claim from a
+	// shared counter: a worker that wakes late finds nothing left rather than
+	// making the caller wait for it. Each chunk prepares (quantizes or packs)
+	// the activations again, so many-token products use one chunk per
+	// worker and few-token ones two.
+	chunks := parts
+	if n < 24 {
+		chunks = min(2*parts, w.Rows/16)
 	}
-	matmulRows(isa, w, rb, 0, min(chunk, w.Rows), x, n, y)
-	wg.Wait()
+	j := &job{isa: isa, w: w, rb: rb, x: x, n: n, y: y, nchunks: chunks}
+	j.chunk = ((w.Rows+chunks-1)/chunks + 3) &^ 3
+	j.nchunks = (w.Rows + j.chunk - 1) / j.chunk
+	j.wg.Add(j.nchunks)
+	for range min(parts, j.nchunks) - 1 {
+		select {
+		case poolCh <- j:
+		default: // pool busy: the caller does more itself
+		}
+	}
+	j.run()
+	j.wg.Wait()
 }
 
 // parallelMin is the work size (weight bytes + multiply-adds / 2) below
@@ -41,30 +51,47 @@ func MatMul(y []float32, w Weight, x []float32, n int) {
 const parallelMin = 192 << 10
 
 func checkMatMul(y []float32, w Weight, x []float32, n int) int {
-	if err := w.Validate(); err != nil {
+	rb, err := w.validate()
+	if err != nil {
 		panic(fmt.Sprintf("quant: MatMul: %v", err))
 	}
 	if n < 0 || len(x) < n*w.Cols || len(y) < n*w.Rows {
 		panic(fmt.Sprintf("quant: MatMul: %d tokens need x of %d and y of %d, have %d and %d",
 			n, n*w.Cols, n*w.Rows, len(x), len(y)))
 	}
-	return w.RowBytes()
+	return rb
 }
 
-type task struct {
-	isa    isaKind
-	w      Weight
-	rb     int
-	r0, r1 int
-	x      []float32
-	n      int
-	y      []float32
-	wg     *sync.WaitGroup
+// job is one MatMul call shared by the caller and the pool.
+type job struct {
+	isa     isaKind
+	w       Weight
+	rb      int
+	x       []float32
+	n       int
+	y       []float32
+	chunk   int          // rows per chunk
+	nchunks int          // number of chunks
+	next    atomic.Int32 // next unclaimed chunk
+	wg      sync.WaitGroup
+}
+
+// run claims and computes chunks until none is left.
+func (j *job) run() {
+	for {
+		c := int(j.next.Add(1)) - 1
+		if c >= j.nchunks {
+			return
+		}
+		r0 := c * j.chunk
+		matmulRows(j.isa, j.w, j.rb, r0, min(r0+j.chunk, j.w.Rows), j.x, j.n, j.y)
+		j.wg.Done()
+	}
 }
 
 var (
 	poolOnce sync.Once
-	poolCh   chan task
+	poolCh   chan *job
 	poolSize int
 )
 
@@ -73,12 +100,11 @@ var (
 func workers() int {
 	poolOnce.Do(func() {
 		poolSize = goruntime.GOMAXPROCS(0)
-		poolCh = make(chan task, 4*poolSize)
+		poolCh = make(chan *job, 4*poolSize)
 		for range poolSize - 1 {
 			go func() {
-				for t := range poolCh {
-					matmulRows(t.isa, t.w, t.rb, t.r0, t.r1, t.x, t.n, t.y)
-					t.wg.Done()
+				for j := range poolCh {
+					j.run()
 				}
 			}()
 		}

@@ -30,20 +30,26 @@ func (w Weight) RowBytes() int {
 // Rows rows of Cols elements. Loaders call it once; MatMul and Row panic on
 // a weight that fails it.
 func (w Weight) Validate() error {
+	_, err := w.validate()
+	return err
+}
+
+// validate is Validate, also returning the row size.
+func (w Weight) validate() (int, error) {
 	if !Supported(w.Type) {
-		return fmt.Errorf("%w: %v", ErrType, w.Type)
+		return 0, fmt.Errorf("%w: %v", ErrType, w.Type)
 	}
 	if w.Rows < 0 || w.Cols <= 0 {
-		return fmt.Errorf("%w: %d x %d weight", ErrSize, w.Rows, w.Cols)
+		return 0, fmt.Errorf("%w: %d x %d weight", ErrSize, w.Rows, w.Cols)
 	}
 	rb, err := w.Type.RowBytes(w.Cols)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrSize, err)
+		return 0, fmt.Errorf("%w: %v", ErrSize, err)
 	}
 	if len(w.Data) != w.Rows*rb {
-		return fmt.Errorf("%w: %d x %d %v weight needs %d bytes, has %d", ErrSize, w.Rows, w.Cols, w.Type, w.Rows*rb, len(w.Data))
+		return 0, fmt.Errorf("%w: %d x %d %v weight needs %d bytes, has %d", ErrSize, w.Rows, w.Cols, w.Type, w.Rows*rb, len(w.Data))
 	}
-	return nil
+	return rb, nil
 }
 
 // FromTensor wraps a 2-D (or 1-D, as one row) GGUF tensor as a Weight.

@@ -1,0 +1,84 @@
+// Package quant holds weft's tensor element types at run time: bit-exact
+// dequantization of every GGUF type a common download contains, the matrix
+// kernels the CPU forward pass spends its time in, and small vector helpers.
+//
+// # Dequantization
+//
+// Dequantize decodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
+// K-quants Q2_K..Q6_K. It is the pure-Go reference: each formula repeats
+// ggml's scalar arithmetic in the same order, with explicit float32
+// conversions so no compiler fuses a product into an FMA, and is checked
+// bit for bit (sha256 of the float32 output) against ggml's own
+// dequantization of every tensor of every synth-256 model in ../shared.
+// F16ToF32 is exact for every half (NaNs come back quiet, as from F16C);
+// F32ToF16 rounds to nearest even like the F16C instruction.
+//
+// # MatMul
+//
+//	y[t*Rows + r] = sum_k W[r][k] * x[t*Cols + k]   for r < Rows, t < n
+//
+// MatMul reads the weights once per call for all n tokens. Rows are split
+// over a persistent pool of GOMAXPROCS-1 goroutines plus the caller (started
+// on first use, living as long as the process); products smaller than
+// parallelMin run on the caller's goroutine, so stories260K-sized matrices
+// pay no handoff. Each worker makes one cgo call per row chunk. The pool is
+// sized from GOMAXPROCS at the first MatMul and keeps that size.
+// Three kernels sit behind it, chosen per call:
+//
+//   - Few tokens (n < 24), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512 VNNI: integer dot
+//     products, as llama.cpp does. Each token is quantized per 32 values to
+//     int8 (scale amax/127) once per call; weights are unpacked from their
+//     blocks to unsigned bytes in registers and vpdpbusd multiplies 64 pairs
+//     at a time. Block scales, and the weight offsets (the -8 of Q4_0, Q4_K
+//     mins) are applied per 4-column lane in float, the offsets against
+//     the exact float sums of the activations. Activation rounding makes
+//     these results differ from the float reference by at most
+//     sum |w| * amax/254 per output (the tests check that bound).
+//   - Few tokens, every other case: a dot-product kernel. Four rows at a time
+//     are dequantized into a thread-local float32 tile that stays in L1 (F32
+//     weights are used in place, F16 ones converted in registers by F16C) and a register-blocked micro-kernel (4 rows
+//     x up to 4 tokens of vector accumulators) runs over it. The 16 (or 4)
+//     accumulators are reduced together by a shuffle-add tree (AVX-512),
+//     which matters for small K such as stories260K's 64.
+//   - Moderate token counts (24 <= n < 160): a lane GEMM. Tokens go along
+//     the vector lanes: x is packed once per call as [k][32 tokens]; weights
+//     are dequantized 48 rows at a time into a row-major tile, and the
+//     micro-kernel (12 rows x 32 tokens = 24 zmm accumulators) loads two
+//     token vectors and broadcasts 12 weights per k. No horizontal sums, no
+//     weight transposition.
+//   - Many tokens (n >= 160, prompt chunks): a packed GEMM. x is packed in
+//     panels of 12 tokens as [k][token]; each 32-row weight tile is
+//     dequantized and transposed to [k][row]; the micro-kernel keeps 2 x 12
+//     zmm accumulators (32 rows x 12 tokens), loading 2 weight vectors and
+//     broadcasting 12 activations per k, and stores contiguous rows of y.
+//     The transposition costs a pass over the tile, repaid over many tokens.
+//
+// Work is cut into row chunks claimed from an atomic counter by the caller
+// and the pool alike, so a worker that wakes late (busy machine) never
+// makes the caller wait: it finds nothing left. The thread-local tiles and
+// packed activations live as long as their OS thread (a few hundred KiB).
+//
+// # Dispatch
+//
+// The kernels are plain C (kern_body.h) with GCC vector extensions,
+// compiled into the cgo object three times under target pragmas: portable
+// (the compiler's baseline: SSE2 on amd64, NEON on arm64), AVX2+FMA+F16C
+// and AVX-512 (F/BW/VL/DQ); kern_vnni.h adds the AVX-512 VNNI integer
+// kernels. At start-up golang.org/x/sys/cpu picks the best set (ISA reports
+// it). Without cgo the package builds with pure-Go kernels (dequantize a
+// row, dot it with each token). Every fast path has a reference: Dequantize
+// and a float64 matMulRef, and the tests run every kernel set the machine
+// has against them for every type, several shapes and n = 1, 3, 17, 64, 200.
+//
+// # Vector helpers
+//
+// Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul, Softmax
+// and the bulk F16 conversions F16ToF32s / F32ToF16s (F16C) serve the rest
+// of the forward pass and an F16 KV cache.
+//
+// Example:
+//
+//	w, err := quant.FromTensor(ti) // a *gguf.TensorInfo
+//	if err != nil { ... }
+//	quant.MatMul(y, w, x, nTokens) // y: nTokens*w.Rows, x: nTokens*w.Cols
+package quant

@@ -1,0 +1,136 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestF16ToF32Values(t *testing.T) {
+	cases := []struct {
+		h    uint16
+		want float32
+	}{
+		{0x0000, 0},
+		{0x3c00, 1},
+		{0xc000, -2},
+		{0x3555, 0.333251953125},
+		{0x7bff, 65504},
+		{0x0400, float32(math.Ldexp(1, -14))},
+		{0x0001, float32(math.Ldexp(1, -24))},
+		{0x03ff, float32(math.Ldexp(1023, -24))},
+		{0x8001, -float32(math.Ldexp(1, -24))},
+		{0x7c00, float32(math.Inf(1))},
+		{0xfc00, float32(math.Inf(-1))},
+	}
+	for _, c := range cases {
+		if got := F16ToF32(c.h); got != c.want {
+			t.Errorf("F16ToF32(%#04x) = %g, want %g", c.h, got, c.want)
+		}
+	}
+	if got := math.Float32bits(F16ToF32(0x8000)); got != 0x80000000 {
+		t.Errorf("F16ToF32(-0) bits = %#x", got)
+	}
+	if got := math.Float32bits(F16ToF32(0x7e01)); got != 0x7fc02000 {
+		t.Errorf("F16ToF32(nan 0x7e01) bits = %#x, want 0x7fc02000", got)
+	}
+}
+
+// TestF16RoundTrip checks every half: half -> float -> half is the
+// identity (NaNs come back quiet with their payload).
+func TestF16RoundTrip(t *testing.T) {
+	for i := range 1 << 16 {
+		h := uint16(i)
+		f := F16ToF32(h)
+		got := F32ToF16(f)
+		want := h
+		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
+			want = h | 0x200
+		}
+		if got != want {
+			t.Fatalf("F32ToF16(F16ToF32(%#04x)) = %#04x, want %#04x", h, got, want)
+		}
+	}
+}
+
+func TestF32ToF16Rounding(t *testing.T) {
+	cases := []struct {
+		f    float64
+		want uint16
+	}{
+		{1 + math.Ldexp(1, -11), 0x3c00},    // tie -> even
+		{1 + math.Ldexp(3, -11), 0x3c02},    // tie -> even (up)
+		{1 + math.Ldexp(1.01, -11), 0x3c01}, // above the tie
+		{65519, 0x7bff},
+		{65520, 0x7c00}, // rounds to inf
+		{1e10, 0x7c00},
+		{-1e10, 0xfc00},
+		{math.Ldexp(1, -25), 0x0000},                      // tie with 0 -> even
+		{math.Ldexp(1.5, -25), 0x0001},                    // above the tie
+		{math.Ldexp(3, -25), 0x0002},                      // 1.5 units: tie -> even
+		{math.Ldexp(1, -14) - math.Ldexp(1, -25), 0x0400}, // between max subnormal and min normal
+		{math.Ldexp(1, -30), 0x0000},
+		{-math.Ldexp(1, -30), 0x8000},
+	}
+	for _, c := range cases {
+		if got := F32ToF16(float32(c.f)); got != c.want {
+			t.Errorf("F32ToF16(%g) = %#04x, want %#04x", c.f, got, c.want)
+		}
+	}
+	// Random floats: the result must be a nearest half.
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200000 {
+		f := float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(40)-26))
+		h := F32ToF16(f)
+		d := math.Abs(float64(F16ToF32(h)) - float64(f))
+		for _, nb := range []uint16{h - 1, h + 1} {
+			if nb&0x7fff >= 0x7c00 {
+				continue
+			}
+			if dn := math.Abs(float64(F16ToF32(nb)) - float64(f)); dn < d {
+				t.Fatalf("F32ToF16(%g) = %#04x is not nearest (%#04x is closer)", f, h, nb)
+			}
+		}
+	}
+}
+
+// TestF16BulkMatchesScalar compares the SIMD bulk conversions of every
+// kernel set with the scalar functions, special values included.
+func TestF16BulkMatchesScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 1000
+	halves := make([]uint16, n)
+	floats := make([]float32, n)
+	for i := range halves {
+		halves[i] = uint16(rng.Uint32())
+		switch i % 5 {
+		case 0:
+			floats[i] = math.Float32frombits(rng.Uint32())
+		case 1:
+			floats[i] = float32(math.Ldexp(rng.Float64(), rng.IntN(40)-30))
+		default:
+			floats[i] = float32(rng.NormFloat64())
+		}
+	}
+	floats[3], floats[8] = float32(math.Inf(1)), float32(math.NaN())
+	for _, isa := range availableISAs() {
+		old := setISA(isa)
+		gotF := make([]float32, n)
+		F16ToF32s(gotF, halves)
+		gotH := make([]uint16, n)
+		F32ToF16s(gotH, floats)
+		setISA(old)
+		for i := range n {
+			if want := F16ToF32(halves[i]); math.Float32bits(gotF[i]) != math.Float32bits(want) {
+				t.Errorf("%v: F16ToF32s[%d](%#04x) = %#x, want %#x", isa, i, halves[i], math.Float32bits(gotF[i]), math.Float32bits(want))
+				break
+			}
+		}
+		for i := range n {
+			if want := F32ToF16(floats[i]); gotH[i] != want {
+				t.Errorf("%v: F32ToF16s[%d](%g / %#x) = %#04x, want %#04x", isa, i, floats[i], math.Float32bits(floats[i]), gotH[i], want)
+				break
+			}
+		}
+	}
+}

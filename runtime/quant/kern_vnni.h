@@ -1,0 +1,218 @@
+// kern_vnni.h: integer dot-product kernels for few tokens (AVX-512 VNNI).
+// Activations are quantized per 32 values to int8 (scale dx = amax/127),
+// as llama.cpp does; weights stay in their blocks and are unpacked to
+// unsigned bytes, so one vpdpbusd multiplies 64 weight-activation pairs into
+// 16 int32 lanes of 4 products each. Per lane (4 consecutive columns) the
+// float result is
+//     acc += float(S) * (ws * dx) + woff * xsum4
+// where ws is the weight scale of the lane's group, woff the weight offset
+// (-8d for Q4_0, -128d for Q8_0 stored +128, -32d*sc for Q6_K, -dmin*m for
+// Q4_K and Q5_K) and xsum4 = dx * (sum of the 4 quantized activations),
+// so both terms see the same rounded activations, as llama.cpp's block sums do.
+
+#if WEFT_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+
+// qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
+// scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float.
+static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4) {
+	for (int t = 0; t < n; t++) {
+		const float *xt = x + (long)t * K;
+		int8_t *q = qx + (long)t * K;
+		float *dl = dxl + (long)t * (K / 4), *s4 = xs4 + (long)t * (K / 4);
+		for (int b = 0; b < K / 32; b++) {
+			__m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
+			__m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
+			float amax = _mm512_reduce_max_ps(a);
+			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+			__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+			__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+			_mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
+			_mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+			_mm256_storeu_ps(dl + 8 * b, _mm256_set1_ps(d));
+			// The offset term must use the same rounded activations as the
+			// integer term (d * sum of the int8 values), else the weight
+			// offset multiplies the activations' rounding error.
+			for (int g = 0; g < 8; g++) {
+				const int8_t *p = q + 32 * b + 4 * g;
+				s4[8 * b + g] = d * (float)((p[0] + p[1]) + (p[2] + p[3]));
+			}
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) __m512i vnni_u4pair(__m256i q) {
+	// 32 packed bytes -> 64 bytes: low nibbles then high nibbles
+	__m256i m = _mm256_set1_epi8(0x0f);
+	__m256i lo = _mm256_and_si256(q, m), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m);
+	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+
+// two_scales: lanes 0-7 = f16 at p0, lanes 8-15 = f16 at p1 (one permute).
+static inline __attribute__((always_inline)) __m512 vnni_two_scales(const uint8_t *p0, const uint8_t *p1) {
+	uint32_t h = (uint32_t)(p0[0] | p0[1] << 8) | (uint32_t)(p1[0] | p1[1] << 8) << 16;
+	__m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
+	const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+	return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(d));
+}
+
+// One 64-column chunk for NT tokens: wq unsigned bytes, ws / woff lanes.
+#define VNNI_ACC(NT)                                                                                         \
+	for (int t = 0; t < NT; t++) {                                                                       \
+		__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq,                                  \
+						_mm512_loadu_si512(qx + (long)t * K + col));                 \
+		__m512 f = _mm512_cvtepi32_ps(s);                                                            \
+		acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(ws, _mm512_loadu_ps(dxl + (long)t * K4 + col / 4)), \
+					 acc[t]);                                                            \
+		accb[t] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(xs4 + (long)t * K4 + col / 4), accb[t]);    \
+	}
+
+static inline __attribute__((always_inline)) void vnni_row(const int type, const uint8_t *row, int K, const int8_t *qx,
+							    const float *dxl, const float *xs4, float *out, long ldo,
+							    const int NT) {
+	// two accumulators per token (scaled products, offsets) halve the
+	// loop-carried FMA chain
+	__m512 acc[4], accb[4];
+	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
+	const int K4 = K / 4;
+	const __mmask16 hi8 = 0xff00;
+	if (type == 8) { // Q8_0: two blocks per chunk
+		const __m512i flip = _mm512_set1_epi8((char)0x80);
+		for (int col = 0; col < K; col += 64) {
+			const uint8_t *b0 = row + (col / 32) * 34, *b1 = b0 + 34;
+			__m256i q0 = _mm256_loadu_si256((const __m256i *)(b0 + 2)),
+				q1 = _mm256_loadu_si256((const __m256i *)(b1 + 2));
+			__m512i wq = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
+			float d0 = _cvtsh_ss(b0[0] | b0[1] << 8), d1 = _cvtsh_ss(b1[0] | b1[1] << 8);
+			__m512 ws = _mm512_mask_blend_ps(hi8, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-128.0f));
+			VNNI_ACC(NT)
+		}
+	} else if (type == 2) { // Q4_0
+		for (int col = 0; col < K; col += 64) {
+			const uint8_t *b0 = row + (col / 32) * 18, *b1 = b0 + 18;
+			// [q0, q0, q1, q1], odd 128-bit lanes shifted to their high nibbles
+			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + 2)));
+			__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
+			__m512 ws = vnni_two_scales(b0, b1);
+			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-8.0f));
+			VNNI_ACC(NT)
+		}
+	} else if (type == 12 || type == 13) { // Q4_K, Q5_K (same scales; Q5_K adds a fifth bit)
+		const int bsz = type == 12 ? 144 : 176, qoff = type == 12 ? 16 : 48;
+		const __m512i one512 = _mm512_set1_epi8(1);
+		const __m512i hshift = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));
+		const __m512i m4k = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi32(8);
+		const __m512i pick0 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+		for (int sb = 0; sb < K / 256; sb++) {
+			const uint8_t *blk = row + sb * bsz, *sc = blk + 4, *qs = blk + qoff;
+			__m512i qhh = type == 13 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)))
+						 : _mm512_setzero_si512();
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8), dmin = _cvtsh_ss(blk[2] | blk[3] << 8);
+			// 8 six-bit scales and 8 mins -> one vector [d*sc0..7, -dmin*m0..7]
+			uint32_t a[3] = {(uint32_t)sc[0] | (uint32_t)sc[1] << 8 | (uint32_t)sc[2] << 16 | (uint32_t)sc[3] << 24,
+					 (uint32_t)sc[4] | (uint32_t)sc[5] << 8 | (uint32_t)sc[6] << 16 | (uint32_t)sc[7] << 24,
+					 (uint32_t)sc[8] | (uint32_t)sc[9] << 8 | (uint32_t)sc[10] << 16 | (uint32_t)sc[11] << 24};
+			uint32_t s03 = a[0] & 0x3f3f3f3f, m03 = a[1] & 0x3f3f3f3f;
+			uint32_t s47 = (a[2] & 0x0f0f0f0f) | (((a[0] >> 6) & 0x03030303) << 4);
+			uint32_t m47 = ((a[2] >> 4) & 0x0f0f0f0f) | (((a[1] >> 6) & 0x03030303) << 4);
+			__m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03)));
+			sm = _mm512_mul_ps(sm, _mm512_mask_blend_ps(hi8, _mm512_set1_ps(d), _mm512_set1_ps(-dmin)));
+			for (int j = 0; j < 4; j++) {
+				int col = sb * 256 + 64 * j;
+				// [q, q] then shift the upper half's 16-bit words by 4: low
+				// nibbles below, high nibbles above, without a lane insert
+				__m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+				__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(qq, 0xffff0000u, qq, 4), m4k);
+				if (type == 13) { // bit 2j (low half) / 2j+1 (high half) of qh, to bit 4
+					__m512i sh = _mm512_add_epi16(hshift, _mm512_set1_epi16((short)(2 * j)));
+					__m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qhh, sh), one512);
+					wq = _mm512_or_si512(wq, _mm512_slli_epi16(hb, 4));
+				}
+				__m512i pick = _mm512_add_epi32(pick0, _mm512_set1_epi32(2 * j));
+				__m512 ws = _mm512_permutexvar_ps(pick, sm);
+				__m512 woff = _mm512_permutexvar_ps(_mm512_add_epi32(pick, eight), sm);
+				VNNI_ACC(NT)
+			}
+		}
+	} else { // Q6_K
+		const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+		for (int sb = 0; sb < K / 256; sb++) {
+			const uint8_t *blk = row + sb * 210;
+			float d = _cvtsh_ss(blk[208] | blk[209] << 8);
+			__m512 s16 = _mm512_mul_ps(_mm512_set1_ps(d),
+						   _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));
+			for (int h = 0; h < 2; h++) {
+				__m512i L = _mm512_loadu_si512(blk + 64 * h);
+				__m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
+				__m512i H = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+				for (int part = 0; part < 2; part++) {
+					int c = 2 * h + part;
+					int col = sb * 256 + 64 * c;
+					__m512i lo = part == 0 ? _mm512_and_si512(L, m4) : _mm512_and_si512(_mm512_srli_epi16(L, 4), m4);
+					__m512i hb = part == 0 ? _mm512_and_si512(H, m2) : _mm512_and_si512(_mm512_srli_epi16(H, 4), m2);
+					__m512i wq = _mm512_or_si512(lo, _mm512_slli_epi16(hb, 4));
+					__m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+								       _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2));
+					__m512 ws = _mm512_permutexvar_ps(idx, s16);
+					__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-32.0f));
+					VNNI_ACC(NT)
+				}
+			}
+		}
+	}
+	for (int t = 0; t < NT; t++) out[t * ldo] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], accb[t]));
+}
+
+// vnni_ok: whether the integer path handles this product.
+static int vnni_ok(int type, int K) {
+	switch (type) {
+	case 8:
+	case 2: return K % 64 == 0;
+	case 12:
+	case 13:
+	case 14: return K % 256 == 0;
+	}
+	return 0;
+}
+
+static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
+							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
+							     int n, float *y, long ldy) {
+	const int K4 = K / 4;
+	for (int r = r0; r < r1; r++) {
+		const uint8_t *row = w + (long)r * rowBytes;
+		int t = 0;
+		for (; t + 4 <= n; t += 4)
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 4);
+		switch (n - t) {
+		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 1); break;
+		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 2); break;
+		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 3); break;
+		}
+	}
+}
+
+static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		       long ldy) {
+	int K4 = K / 4;
+	float *scr = weft_scratch(0, (long)n * (K / 4 + 2 * K4));
+	if (!scr) return -1;
+	int8_t *qx = (int8_t *)scr;
+	float *dxl = scr + (long)n * K / 4, *xs4 = dxl + (long)n * K4;
+	vnni_prep(x, n, K, qx, dxl, xs4);
+	switch (type) { // specialize vnni_rows per type
+	case 8: vnni_rows(8, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 2: vnni_rows(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	default: return -1;
+	}
+	return 0;
+}
+#pragma GCC pop_options
+#endif
