@@ -85,7 +85,8 @@ type Config struct {
 	NewDecoder func() TextDecoder
 	// IsEOG reports end-of-generation tokens. Nil: none.
 	IsEOG func(int32) bool
-	// VocabSize, when > 0, lets Submit validate sampling parameters.
+	// VocabSize, when > 0, lets Submit validate sampling parameters and
+	// lets MinTokens suppress the IsEOG tokens in sampling.
 	VocabSize int
 	// Capacity is an optional admission gate.
 	Capacity Capacity

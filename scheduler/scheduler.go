@@ -36,6 +36,10 @@ type Scheduler struct {
 	drainOnce sync.Once
 	drained   chan struct{}
 
+	// eog lists the end-of-generation ids (from cfg.IsEOG over the
+	// vocabulary), suppressed in sampling until a request's MinTokens.
+	eog []int32
+
 	// afterStep, when set (tests), runs on the loop after every step.
 	afterStep func(*core)
 }
@@ -57,10 +61,37 @@ func New(cfg Config, m Model) (*Scheduler, error) {
 		done:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
+	if cfg.IsEOG != nil {
+		for id := 0; id < cfg.VocabSize; id++ {
+			if cfg.IsEOG(int32(id)) {
+				s.eog = append(s.eog, int32(id))
+			}
+		}
+	}
 	s.core = newCore(cfg, &s.queued)
 	st := s.core.snapshot(false)
 	s.stats.Store(&st)
 	return s, nil
+}
+
+// minTokensParams returns r's sampling parameters with the end-of-generation
+// and stop token ids suppressed until MinTokens tokens exist, so min_tokens
+// changes what is sampled (as in vLLM) instead of letting an EOS through as
+// text.
+func (s *Scheduler) minTokensParams(r Request) sample.Params {
+	p := r.Sampling
+	if r.MinTokens <= 0 {
+		return p
+	}
+	sup := append([]int32(nil), r.StopTokenIDs...)
+	if !r.IgnoreEOS {
+		sup = append(sup, s.eog...)
+	}
+	if len(sup) > 0 {
+		p.Suppress = append(sup, p.Suppress...)
+		p.SuppressUntil = max(p.SuppressUntil, r.MinTokens)
+	}
+	return p
 }
 
 // newSampler makes the per-sequence sampler; the model uses it to sample,
@@ -122,7 +153,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		submitted: time.Now(),
 		tokens:    append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 256)), r.Prompt...),
 		promptLen: len(r.Prompt),
-		sampler:   newSampler(r.Sampling, r.Prompt),
+		sampler:   newSampler(s.minTokensParams(r), r.Prompt),
 	}
 	sq.st.id = sq.id
 	if r.QueueTimeout > 0 {

@@ -20,6 +20,13 @@ type Params struct {
 	// Presence and frequency penalties ignore it: they count every generated
 	// token (OpenAI/vLLM semantics).
 	PenaltyLastN int
+
+	// Suppress lists tokens that cannot be sampled while fewer than
+	// SuppressUntil tokens have been generated (min_tokens: the scheduler
+	// puts the end-of-generation and stop token ids here). Logprobs still
+	// describe the raw logits.
+	Suppress      []int32
+	SuppressUntil int
 }
 
 // TokenLogprob is one token with its log-probability (natural log, over the

@@ -161,6 +161,13 @@ func (s *Sampler) Sample(logits []float32) Result {
 		work[i] = v
 	}
 	s.applyPenalties(work)
+	if int(s.nGen) < s.p.SuppressUntil {
+		for _, t := range s.p.Suppress {
+			if t >= 0 && int(t) < n {
+				work[t] = float32(math.Inf(-1))
+			}
+		}
+	}
 
 	var tok int32
 	if s.p.Temperature == 0 {
