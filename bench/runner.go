@@ -1,0 +1,432 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"google.golang.org/grpc"
+)
+
+// Client is the part of the generated InferenceServiceClient the load
+// generator uses; inferencev1.NewInferenceServiceClient(conn) satisfies it.
+type Client interface {
+	Generate(ctx context.Context, in *inferencev1.GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[inferencev1.GenerateResponse], error)
+	Tokenize(ctx context.Context, in *inferencev1.TokenizeRequest, opts ...grpc.CallOption) (*inferencev1.TokenizeResponse, error)
+	Detokenize(ctx context.Context, in *inferencev1.DetokenizeRequest, opts ...grpc.CallOption) (*inferencev1.DetokenizeResponse, error)
+	GetModelInfo(ctx context.Context, in *inferencev1.GetModelInfoRequest, opts ...grpc.CallOption) (*inferencev1.GetModelInfoResponse, error)
+}
+
+var _ Client = inferencev1.InferenceServiceClient(nil)
+
+// Config describes one benchmark run.
+type Config struct {
+	// Concurrency is the number of closed-loop clients, each sending its next
+	// request when the previous one ends. With Rate > 0 it caps the requests
+	// in flight instead (0: no cap).
+	Concurrency int
+	// Rate, when > 0, makes the run open-loop: requests arrive at this many
+	// per second whatever the server's state, gaps drawn by Arrivals.
+	Rate float64
+	// Burstiness is the gamma shape of the arrival gaps (1 = Poisson, the
+	// default).
+	Burstiness float64
+	// Requests is the number of measured requests. Exactly one of Requests
+	// and Duration is set.
+	Requests int
+	// Duration, when set, sends requests for this long; requests in flight
+	// when it ends are waited for and counted.
+	Duration time.Duration
+	// Warmup requests run first (with the same concurrency, closed-loop) and
+	// are not counted; any failure among them fails the run.
+	Warmup int
+	// Seed makes the workload and the arrivals repeatable.
+	Seed uint64
+	// PromptLen and OutputLen draw each request's lengths. OutputLen is sent
+	// as max_tokens.
+	PromptLen, OutputLen LengthDist
+	// IgnoreEOS asks the server to generate exactly OutputLen tokens; a
+	// request that returns another count then counts as failed.
+	IgnoreEOS bool
+	// SLO, when set, adds goodput to the result.
+	SLO SLO
+	// Describe names the workload in the result (defaults to the lengths).
+	Describe string
+	// Progress, when not nil, receives a progress bar redrawn in place.
+	Progress io.Writer
+}
+
+func (c *Config) validate() error {
+	if c.Burstiness == 0 {
+		c.Burstiness = 1
+	}
+	switch {
+	case (c.Requests > 0) == (c.Duration > 0):
+		return errors.New("bench: set exactly one of requests and duration")
+	case c.Requests < 0 || c.Duration < 0 || c.Warmup < 0 || c.Concurrency < 0:
+		return errors.New("bench: requests, duration, warmup and concurrency must not be negative")
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return fmt.Errorf("bench: rate %v must be a positive number (or 0 for closed loop)", c.Rate)
+	case c.Rate == 0 && c.Concurrency == 0:
+		return errors.New("bench: set a concurrency (closed loop) or a rate (open loop)")
+	case c.Burstiness < 0:
+		return errors.New("bench: burstiness must be positive")
+	case c.PromptLen == nil || c.OutputLen == nil:
+		return errors.New("bench: prompt and output lengths are required")
+	}
+	if c.Describe == "" {
+		c.Describe = fmt.Sprintf("prompt %s, output %s", c.PromptLen, c.OutputLen)
+	}
+	return nil
+}
+
+// Err reports a run with failed requests as an error.
+func (r *Result) Err() error {
+	if r.Failed == 0 {
+		return nil
+	}
+	first := ""
+	if len(r.Errors) > 0 {
+		first = ": " + r.Errors[0]
+	}
+	return fmt.Errorf("%d of %d requests failed%s", r.Failed, r.Requests, first)
+}
+
+// Run benchmarks the server behind c. The returned error is for a run that
+// could not be carried out (the model info or the vocabulary could not be
+// read, a warm-up request failed, ctx ended); failed measured requests are
+// counted in Result.Failed, which Result.Err turns into an error.
+func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	info, err := c.GetModelInfo(ctx, &inferencev1.GetModelInfoRequest{})
+	if err != nil {
+		return Result{}, fmt.Errorf("bench: GetModelInfo: %w", err)
+	}
+	vocab, err := PromptVocab(ctx, c, info, cfg.Seed)
+	if err != nil {
+		return Result{}, err
+	}
+	w := &Workload{
+		Seed: cfg.Seed, PromptLen: cfg.PromptLen, OutputLen: cfg.OutputLen,
+		Vocab: vocab, BOS: info.GetBosTokenId(), MaxTotal: int(info.GetContextLength()),
+	}
+	if err := w.validate(); err != nil {
+		return Result{}, fmt.Errorf("bench: %w", err)
+	}
+	if cfg.Warmup > 0 {
+		recs := closedLoop(ctx, c, &cfg, w, -cfg.Warmup, 0, 0, max(1, cfg.Concurrency), nil)
+		for _, r := range recs {
+			if r.Err != nil {
+				return Result{}, fmt.Errorf("bench: warm-up request failed: %w", r.Err)
+			}
+		}
+	}
+	var prog *progress
+	if cfg.Progress != nil {
+		prog = startProgress(cfg.Progress, cfg.Requests, cfg.Duration)
+	}
+	var recs []Record
+	if cfg.Rate > 0 {
+		recs, err = openLoop(ctx, c, &cfg, w, prog)
+		if err != nil {
+			prog.stop()
+			return Result{}, err
+		}
+	} else {
+		recs = closedLoop(ctx, c, &cfg, w, 0, cfg.Requests, cfg.Duration, cfg.Concurrency, prog)
+	}
+	prog.stop()
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("bench: interrupted: %w", err)
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return a.Index - b.Index })
+	_, isCycle := cfg.OutputLen.(Cycle)
+	res := NewResult(recs, span(recs), cfg.SLO, isCycle)
+	res.Model = info.GetName()
+	res.Seed = cfg.Seed
+	res.Warmup = cfg.Warmup
+	res.Workload = cfg.Describe
+	if cfg.Rate > 0 {
+		res.Mode = fmt.Sprintf("open loop, %g req/s, burstiness %g", cfg.Rate, cfg.Burstiness)
+		if cfg.Concurrency > 0 {
+			res.Mode += fmt.Sprintf(", at most %d in flight", cfg.Concurrency)
+		}
+	} else {
+		res.Mode = fmt.Sprintf("closed loop, concurrency %d", cfg.Concurrency)
+	}
+	return res, nil
+}
+
+// span is the time from the first request sent to the last final message.
+func span(recs []Record) time.Duration {
+	if len(recs) == 0 {
+		return 0
+	}
+	first, last := time.Duration(math.MaxInt64), time.Duration(0)
+	for _, r := range recs {
+		first = min(first, r.Sent)
+		last = max(last, r.Sent+r.End)
+	}
+	return last - first
+}
+
+// closedLoop runs `workers` clients that send requests from index `from`
+// until `n` requests were sent (n > 0) or `d` has passed (d > 0); with both
+// zero it sends indexes from..-1 (the warm-up).
+func closedLoop(ctx context.Context, c Client, cfg *Config, w *Workload, from, n int, d time.Duration, workers int, prog *progress) []Record {
+	var (
+		mu   sync.Mutex
+		recs []Record
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	next.Store(int64(from))
+	start := time.Now()
+	end := 0
+	if n > 0 {
+		end = from + n
+	}
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if d > 0 && time.Since(start) >= d {
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if d == 0 && i >= end {
+					return
+				}
+				r := send(ctx, c, cfg, w.Request(i), start)
+				prog.done(r.Err != nil)
+				mu.Lock()
+				recs = append(recs, r)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return recs
+}
+
+// openLoop sends requests at the arrival process's times, each on its own
+// goroutine, at most cfg.Concurrency in flight when that is set.
+func openLoop(ctx context.Context, c Client, cfg *Config, w *Workload, prog *progress) ([]Record, error) {
+	arr, err := NewArrivals(cfg.Rate, cfg.Burstiness, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var (
+		mu   sync.Mutex
+		recs []Record
+		wg   sync.WaitGroup
+		sem  chan struct{}
+	)
+	if cfg.Concurrency > 0 {
+		sem = make(chan struct{}, cfg.Concurrency)
+	}
+	start := time.Now()
+	at := time.Duration(0) // scheduled send time of request i
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+loop:
+	for i := 0; cfg.Requests == 0 || i < cfg.Requests; i++ {
+		if i > 0 {
+			at += arr.Next()
+		}
+		if cfg.Duration > 0 && at >= cfg.Duration {
+			break
+		}
+		timer.Reset(time.Until(start.Add(at)))
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-timer.C:
+		}
+		if sem != nil {
+			select {
+			case <-ctx.Done():
+				break loop
+			case sem <- struct{}{}:
+			}
+		}
+		spec := w.Request(i)
+		wg.Go(func() {
+			r := send(ctx, c, cfg, spec, start)
+			if sem != nil {
+				<-sem
+			}
+			prog.done(r.Err != nil)
+			mu.Lock()
+			recs = append(recs, r)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return recs, nil
+}
+
+// send sends one request and records its stream. Any RPC error, a final
+// message reporting an error, or a stream that disagrees with itself or
+// with the request (ignore_eos with another token count) fails the record.
+func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Record {
+	r := Record{Index: s.Index, PromptTokens: len(s.Prompt), OutputLen: s.OutputLen}
+	req := &inferencev1.GenerateRequest{
+		RequestId: fmt.Sprintf("bench-%d", s.Index),
+		Prompt:    &inferencev1.GenerateRequest_TokenIds{TokenIds: &inferencev1.TokenIds{Ids: s.Prompt}},
+		Stopping: &inferencev1.StoppingCriteria{
+			MaxTokens: int32(s.OutputLen),
+			IgnoreEos: cfg.IgnoreEOS,
+		},
+	}
+	sent := time.Now()
+	r.Sent = sent.Sub(t0)
+	fail := func(err error) Record {
+		r.End = time.Since(sent)
+		r.Err = fmt.Errorf("request %d: %w", s.Index, err)
+		return r
+	}
+	stream, err := c.Generate(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	var final *inferencev1.Final
+	tokens := 0
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		switch {
+		case final != nil:
+			return fail(errors.New("message after the final message"))
+		case msg.GetChunk() != nil:
+			n := len(msg.GetChunk().GetTokenIds())
+			if n == 0 {
+				return fail(errors.New("chunk without tokens"))
+			}
+			tokens += n
+			r.Chunks = append(r.Chunks, ChunkTime{At: time.Since(sent), Tokens: n})
+		case msg.GetFinal() != nil:
+			final = msg.GetFinal()
+			r.End = time.Since(sent)
+		default:
+			return fail(errors.New("empty response message"))
+		}
+	}
+	if final == nil {
+		return fail(errors.New("stream ended without a final message"))
+	}
+	r.OutputTokens = int(final.GetUsage().GetCompletionTokens())
+	r.QueueWait = final.GetTimings().GetQueueWait().AsDuration()
+	switch reason := final.GetFinishReason(); reason {
+	case inferencev1.FinishReason_FINISH_REASON_EOS, inferencev1.FinishReason_FINISH_REASON_LENGTH,
+		inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE:
+	default:
+		return fail(fmt.Errorf("finished with %v: %s", reason, final.GetErrorMessage()))
+	}
+	if tokens != r.OutputTokens {
+		return fail(fmt.Errorf("streamed %d tokens but the final message counts %d", tokens, r.OutputTokens))
+	}
+	if cfg.IgnoreEOS && r.OutputTokens != s.OutputLen {
+		return fail(fmt.Errorf("got %d tokens with ignore_eos, want %d (finish %v)",
+			r.OutputTokens, s.OutputLen, final.GetFinishReason()))
+	}
+	return r
+}
+
+// maxVocabProbe caps how many token ids PromptVocab checks.
+const maxVocabProbe = 2048
+
+// PromptVocab finds token ids that make plain prompts: ids that are not BOS
+// or end-of-generation, whose text (Detokenize) is non-empty valid UTF-8
+// without control characters, and that tokenize back to themselves
+// (Tokenize of the text, or of the text less a leading space, gives exactly
+// that id). Byte-fallback pieces, control and special tokens fail these
+// checks. For vocabularies over 2048 ids a seeded sample of 2048 is probed.
+// When fewer than 8 ids survive the round trip, the text check alone is
+// used. The ids are returned sorted.
+func PromptVocab(ctx context.Context, c Client, info *inferencev1.GetModelInfoResponse, seed uint64) ([]int32, error) {
+	n := int(info.GetVocabSize())
+	if n <= 0 {
+		return nil, fmt.Errorf("bench: model reports vocab size %d", n)
+	}
+	skip := map[int32]bool{info.GetBosTokenId(): true}
+	for _, id := range info.GetEogTokenIds() {
+		skip[id] = true
+	}
+	cand := make([]int32, 0, min(n, maxVocabProbe))
+	if n <= maxVocabProbe {
+		for id := range int32(n) {
+			cand = append(cand, id)
+		}
+	} else {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		for _, id := range r.Perm(n)[:maxVocabProbe] {
+			cand = append(cand, int32(id))
+		}
+		slices.Sort(cand)
+	}
+	var plain, roundTrip []int32
+	for _, id := range cand {
+		if skip[id] {
+			continue
+		}
+		dr, err := c.Detokenize(ctx, &inferencev1.DetokenizeRequest{TokenIds: []int32{id}})
+		if err != nil {
+			return nil, fmt.Errorf("bench: Detokenize(%d): %w", id, err)
+		}
+		text := dr.GetText()
+		if !plainText(text) {
+			continue
+		}
+		plain = append(plain, id)
+		for _, t := range []string{text, strings.TrimPrefix(text, " ")} {
+			if t == "" {
+				continue
+			}
+			tr, err := c.Tokenize(ctx, &inferencev1.TokenizeRequest{Text: t})
+			if err != nil {
+				return nil, fmt.Errorf("bench: Tokenize(%q): %w", t, err)
+			}
+			if ids := tr.GetTokenIds(); len(ids) == 1 && ids[0] == id {
+				roundTrip = append(roundTrip, id)
+				break
+			}
+		}
+	}
+	switch {
+	case len(roundTrip) >= 8:
+		return roundTrip, nil
+	case len(plain) > 0:
+		return plain, nil
+	}
+	return nil, errors.New("bench: no token of the vocabulary decodes to plain text")
+}
+
+func plainText(s string) bool {
+	if s == "" || !utf8.ValidString(s) || strings.TrimSpace(s) == "" {
+		return false
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') {
+			return false
+		}
+	}
+	return true
+}

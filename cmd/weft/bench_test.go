@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/weft-inference/weft/bench/benchtest"
+)
+
+func benchJSON(t *testing.T, fake *benchtest.Server, extra ...string) (map[string]any, error) {
+	t.Helper()
+	addr := benchtest.Serve(t, fake)
+	args := append([]string{"--addr", addr, "--format", "json", "--requests", "9", "--concurrency", "3",
+		"--warmup", "1", "--prompt-len", "8", "--output-lens", "6,50,300", "--seed", "3"}, extra...)
+	var out, errb bytes.Buffer
+	err := runBench(t.Context(), args, &out, &errb)
+	var m map[string]any
+	if jerr := json.Unmarshal(out.Bytes(), &m); jerr != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s\nstderr: %s", jerr, out.String(), errb.String())
+	}
+	return m, err
+}
+
+func TestBenchJSON(t *testing.T) {
+	m, err := benchJSON(t, &benchtest.Server{ChunkSize: 2}, "--slo-ttft", "1h", "--slo-tpot", "1h")
+	if err != nil {
+		t.Fatalf("runBench: %v", err)
+	}
+	for _, k := range []string{"requests", "failed", "duration_s", "request_throughput", "output_tokens_per_second", "goodput"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing %q", k)
+		}
+	}
+	if m["requests"] != 9.0 || m["failed"] != 0.0 {
+		t.Errorf("requests %v failed %v, want 9 and 0", m["requests"], m["failed"])
+	}
+	for _, k := range []string{"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"} {
+		s, ok := m[k].(map[string]any)
+		if !ok {
+			t.Errorf("%s is %T, want an object", k, m[k])
+			continue
+		}
+		for _, f := range []string{"mean", "p50", "p90", "p99"} {
+			if _, ok := s[f].(float64); !ok {
+				t.Errorf("%s.%s missing", k, f)
+			}
+		}
+	}
+	by, _ := m["by_output_len"].(map[string]any)
+	var keys []string
+	for k, v := range by {
+		keys = append(keys, k)
+		if _, ok := v.(map[string]any)["e2e_ms"].(map[string]any)["p50"]; !ok {
+			t.Errorf("by_output_len[%s] has no e2e_ms.p50", k)
+		}
+	}
+	if diff := cmp.Diff([]string{"300", "50", "6"}, sorted(keys)); diff != "" {
+		t.Errorf("by_output_len keys (-want +got):\n%s", diff)
+	}
+	if g := m["goodput"].(map[string]any); g["good_requests"] != 9.0 {
+		t.Errorf("goodput %v, want 9 good requests", g)
+	}
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
+}
+
+func TestBenchFailsOnRPCError(t *testing.T) {
+	m, err := benchJSON(t, &benchtest.Server{Fail: map[string]bool{"bench-4": true}})
+	if err == nil {
+		t.Fatal("runBench returned nil although a request failed")
+	}
+	if !strings.Contains(err.Error(), "1 of 9 requests failed") {
+		t.Errorf("error %q does not say how many failed", err)
+	}
+	if m["failed"] != 1.0 {
+		t.Errorf("failed = %v, want 1", m["failed"])
+	}
+}
+
+func TestBenchTableAndPlot(t *testing.T) {
+	addr := benchtest.Serve(t, &benchtest.Server{ChunkSize: 3})
+	plot := filepath.Join(t.TempDir(), "bench.png")
+	var out, errb bytes.Buffer
+	err := runBench(t.Context(), []string{"--addr", addr, "--requests", "6", "--concurrency", "2",
+		"--workload", "seed", "--plot", plot}, &out, &errb)
+	if err != nil {
+		t.Fatalf("runBench: %v\nstderr: %s", err, errb.String())
+	}
+	for _, want := range []string{"closed loop, concurrency 2", "6 completed, 0 failed", "output_len=300", "ttft", "e2e"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	f, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("plot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 200 {
+		t.Errorf("plot is %v, too small", b)
+	}
+}
+
+func TestBenchCompare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, fake *benchtest.Server) string {
+		m, err := benchJSON(t, fake)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(m)
+		p := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("fast", &benchtest.Server{ChunkSize: 5})
+	b := write("slow", &benchtest.Server{ChunkSize: 1})
+	var out, errb bytes.Buffer
+	if err := runBench(t.Context(), []string{"--compare", a + "," + b, "--format", "json"}, &out, &errb); err != nil {
+		t.Fatalf("compare: %v", err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"output_throughput_ratio", "ttft_p99_ratio", "shortest_e2e_p50_ratio"} {
+		if v, ok := c[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive ratio", k, c[k])
+		}
+	}
+	if c["a"] != "fast" || c["b"] != "slow" || c["shortest_output_len"] != 6.0 {
+		t.Errorf("names %v/%v, shortest %v; want fast/slow, 6", c["a"], c["b"], c["shortest_output_len"])
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--format", "xml"},
+		{"--requests", "5", "--duration", "1s"},
+		{"--output-len", "0"},
+		{"--workload", "nope"},
+		{"--compare", "only-one.json"},
+		{"extra"},
+	} {
+		var out, errb bytes.Buffer
+		if err := runBench(t.Context(), args, &out, &errb); err == nil {
+			t.Errorf("runBench(%q) accepted", args)
+		}
+	}
+}
+
+func TestBenchSweep(t *testing.T) {
+	addr := benchtest.Serve(t, &benchtest.Server{})
+	var out, errb bytes.Buffer
+	err := runBench(t.Context(), []string{"--addr", addr, "--requests", "6", "--warmup", "0", "--prompt-len", "8",
+		"--output-len", "4", "--sweep-rates", "200,400", "--format", "json", "--slo-ttft", "1h"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("sweep: %v\nstderr: %s", err, errb.String())
+	}
+	var m struct {
+		Sweep []struct {
+			Rate   float64        `json:"rate"`
+			Result map[string]any `json:"result"`
+		} `json:"sweep"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Sweep) != 2 || m.Sweep[0].Rate != 200 || m.Sweep[1].Rate != 400 {
+		t.Fatalf("sweep = %+v, want rates 200 and 400", m.Sweep)
+	}
+	for _, p := range m.Sweep {
+		if p.Result["requests"] != 6.0 || p.Result["failed"] != 0.0 {
+			t.Errorf("rate %v: requests %v failed %v", p.Rate, p.Result["requests"], p.Result["failed"])
+		}
+	}
+
+	fake := &benchtest.Server{Fail: map[string]bool{"bench-2": true}}
+	out.Reset()
+	err = runBench(t.Context(), []string{"--addr", benchtest.Serve(t, fake), "--requests", "4", "--warmup", "0",
+		"--output-len", "4", "--sweep-rates", "300"}, &out, &errb)
+	if err == nil || !strings.Contains(out.String(), "failed") {
+		t.Errorf("sweep with a failed request: err %v, table:\n%s", err, out.String())
+	}
+}
