@@ -83,19 +83,29 @@ type Final struct {
 
 // Stats is an introspection snapshot of the scheduler after a step.
 type Stats struct {
-	Steps            uint64
-	Running          int
-	Waiting          int
-	KVBlocksTotal    int
-	KVBlocksUsed     int // held by running sequences
-	KVBlocksCached   int // free but holding a reusable prefix
-	KVBlocksFree     int
+	Steps          uint64
+	Running        int
+	Waiting        int
+	KVBlocksTotal  int // blocks in the ledger: Used + Cached + Free
+	KVBlocksUsed   int // held by running sequences
+	KVBlocksCached int // free but holding a reusable prefix
+	KVBlocksFree   int
+	// KVBlocksReserved are pool blocks kept outside the ledger (static
+	// mode's scratch blocks for padding rows); not counted in KVBlocksTotal.
+	KVBlocksReserved int
 	Preemptions      uint64
 	LastBatchTokens  int
 	LastPrefillTok   int
 	LastDecodeTok    int
 	PromptTokens     uint64 // totals since start
 	GenerationTokens uint64
+	// PaddingTokens counts the padding tokens static mode computed: decode
+	// rows of group members that had already ended, and prompt padding up
+	// to the group's longest prompt (total since start; not included in
+	// GenerationTokens or PromptTokens). LastPaddingTok is the last step's
+	// share, also included in LastBatchTokens.
+	PaddingTokens  uint64
+	LastPaddingTok int
 	// AdmissionPaused is set while Config.Capacity refuses new blocks;
 	// AdmissionPausedReason is what it said.
 	AdmissionPaused       bool

@@ -69,12 +69,15 @@ type Config struct {
 	MaxWaiting int
 	// ContextLen is the model's context length: a sequence ends with
 	// FinishLength when prompt+generated reaches it. Default (and upper
-	// bound) NumBlocks*BlockSize, the most one sequence can hold.
+	// bound) the most one sequence can hold: NumBlocks*BlockSize, less the
+	// static mode's scratch blocks (BatchSize-1 of them).
 	ContextLen int
 	// Batching is BatchingContinuous (default) or BatchingStatic.
 	Batching string
 	// BatchSize is the group size in static mode. Default (and upper
-	// bound) min(MaxSeqs, MaxBatchTokens).
+	// bound) min(MaxSeqs, MaxBatchTokens). Static mode reserves BatchSize-1
+	// KV blocks as scratch for padding rows (see the package doc), so
+	// BatchSize-1 must be below NumBlocks.
 	BatchSize int
 	// WatermarkBlocks are kept free when admitting a request while others
 	// run, so running sequences can still grow. Default NumBlocks/100, at
@@ -125,13 +128,6 @@ func (c *Config) validate() error {
 	if c.MaxWaiting < 0 {
 		return bad("MaxWaiting %d must be > 0", c.MaxWaiting)
 	}
-	pool := c.NumBlocks * c.BlockSize
-	if c.ContextLen == 0 || c.ContextLen > pool {
-		c.ContextLen = pool
-	}
-	if c.ContextLen < 2 {
-		return bad("ContextLen %d must be >= 2", c.ContextLen)
-	}
 	switch c.Batching {
 	case "":
 		c.Batching = BatchingContinuous
@@ -145,6 +141,17 @@ func (c *Config) validate() error {
 	if c.BatchSize < 0 || c.BatchSize > c.MaxSeqs || c.BatchSize > c.MaxBatchTokens {
 		return bad("BatchSize %d must be in [1, min(MaxSeqs, MaxBatchTokens)]", c.BatchSize)
 	}
+	if c.scratchBlocks() >= c.NumBlocks {
+		return bad("static BatchSize %d reserves %d scratch blocks for padding rows, NumBlocks is only %d",
+			c.BatchSize, c.scratchBlocks(), c.NumBlocks)
+	}
+	pool := c.ledgerBlocks() * c.BlockSize
+	if c.ContextLen == 0 || c.ContextLen > pool {
+		c.ContextLen = pool
+	}
+	if c.ContextLen < 2 {
+		return bad("ContextLen %d must be >= 2", c.ContextLen)
+	}
 	if c.WatermarkBlocks == 0 {
 		c.WatermarkBlocks = max(1, c.NumBlocks/100)
 	}
@@ -156,3 +163,17 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// scratchBlocks is the number of KV blocks static mode keeps out of the
+// ledger for padding rows: one per batch row that can be padding while the
+// group runs (BatchSize-1: the last member to finish ends the group).
+func (c *Config) scratchBlocks() int {
+	if c.Batching != BatchingStatic {
+		return 0
+	}
+	return max(c.BatchSize-1, 0)
+}
+
+// ledgerBlocks is the number of KV blocks the ledger hands out: the pool
+// less the scratch blocks, which are the highest-numbered ones.
+func (c *Config) ledgerBlocks() int { return c.NumBlocks - c.scratchBlocks() }

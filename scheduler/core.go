@@ -10,15 +10,50 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // entry is one sequence's share of the planned step.
 type entry struct {
 	sq      *seq
-	n       int  // tokens fed: sq.tokens[sq.computed : sq.computed+n]
-	sample  bool // the chunk ends at the last known token: sample the next
-	decode  bool // a decode token (not prompt or recompute)
-	dropped bool // the sequence was preempted after being planned
+	n       int        // tokens fed: sq.tokens[sq.computed : sq.computed+n]
+	sample  bool       // the chunk ends at the last known token: sample the next
+	decode  bool       // a decode token (not prompt or recompute)
+	dropped bool       // the sequence was preempted after being planned
+	pad     *padRow    // static mode: a padding row for an ended member (sq)
+	ppad    *promptPad // static mode: prompt padding of a short member (sq)
+}
+
+// promptPad is the prompt padding of a static group member whose prompt is
+// shorter than the group's longest: a real [B, T] batch computes T positions
+// for every row at prefill, so the shortfall is computed as a separate row of
+// need tokens (the member's first token repeated, positions 0..need-1) on
+// its own scratch block, with no logits; its output is discarded. Decode
+// padding rows never run in the same step (they wait for the prefill to
+// end), so the two kinds can share the scratch blocks.
+type promptPad struct {
+	sq     *seq
+	done   int
+	toks   []int32 // need tokens
+	blocks []int32
+	block  int32
+}
+
+// padRow is the batch row of a static group member that has ended while its
+// group runs on. A static batch has a fixed shape, so the row is still
+// computed every decode step: one token (the member's last) at a position
+// that grows by one per step, attending over all earlier positions, with
+// logits sampled by a throwaway greedy sampler. Its K/V go to the row's own
+// scratch block (every entry of its block table is that block), outside the
+// ledger; the writes overwrite each other, which is harmless because the
+// output is discarded. One block per row keeps rows from writing the same
+// memory.
+type padRow struct {
+	sq      *seq
+	tok     int32
+	pos     int
+	blocks  []int32
+	sampler *sample.Sampler
 }
 
 // core is the synchronous scheduler: admit, plan, apply. Plain methods, no
@@ -27,10 +62,13 @@ type core struct {
 	cfg  Config
 	pool *blockPool
 
-	waiting []*seq // sorted by waitLess: priority desc, then submission order
-	running []*seq // sorted by runLess: priority desc, then first admission
-	group   []*seq // static mode: the current group, finished members included
-	live    int    // received and not done: len(waiting) + len(running)
+	waiting []*seq       // sorted by waitLess: priority desc, then submission order
+	running []*seq       // sorted by runLess: priority desc, then first admission
+	group   []*seq       // static mode: the current group, finished members included
+	pads    []*padRow    // static mode: rows of the group's ended members
+	ppads   []*promptPad // static mode: prompt padding of the group's short members
+	scratch int32        // static mode: first scratch block (ids scratch.. are outside the ledger)
+	live    int          // received and not done: len(waiting) + len(running)
 
 	entries []entry
 	batch   []runtime.SeqStep
@@ -50,9 +88,10 @@ type core struct {
 
 func newCore(cfg Config, queued *atomic.Int64) *core {
 	return &core{
-		cfg:    cfg,
-		pool:   newBlockPool(cfg.NumBlocks, cfg.BlockSize),
-		queued: queued,
+		cfg:     cfg,
+		pool:    newBlockPool(cfg.ledgerBlocks(), cfg.BlockSize),
+		scratch: int32(cfg.ledgerBlocks()),
+		queued:  queued,
 	}
 }
 
@@ -210,6 +249,25 @@ func (c *core) plan(now time.Time) []runtime.SeqStep {
 	c.batch = c.batch[:0]
 	for _, e := range c.entries {
 		if e.dropped {
+			continue
+		}
+		if pp := e.ppad; pp != nil {
+			c.batch = append(c.batch, runtime.SeqStep{
+				Seq:    pp.sq.id,
+				Tokens: pp.toks[pp.done : pp.done+e.n],
+				Pos:    pp.done,
+				Blocks: pp.blocks,
+			})
+			continue
+		}
+		if p := e.pad; p != nil {
+			c.batch = append(c.batch, runtime.SeqStep{
+				Seq:     p.sq.id,
+				Tokens:  []int32{p.tok},
+				Pos:     p.pos,
+				Blocks:  p.blocks,
+				Sampler: p.sampler,
+			})
 			continue
 		}
 		st := runtime.SeqStep{
@@ -402,10 +460,17 @@ func (c *core) planStatic(now time.Time) {
 			sq.inGroup = true
 			c.group = append(c.group, sq)
 		}
+		c.startPromptPads()
 	}
 	prefilling := false
 	for _, sq := range c.running {
 		if !sq.prefilled {
+			prefilling = true
+			break
+		}
+	}
+	for _, pp := range c.ppads {
+		if pp.done < len(pp.toks) {
 			prefilling = true
 			break
 		}
@@ -421,6 +486,92 @@ func (c *core) planStatic(now time.Time) {
 			c.addEntry(sq, 1, now)
 		}
 	}
+	// Prefill steps compute the prompt padding too, after the prompts.
+	if prefilling && len(c.running) > 0 {
+		for _, pp := range c.ppads {
+			if c.budget <= 0 {
+				break
+			}
+			if n := min(len(pp.toks)-pp.done, c.budget); n > 0 {
+				for len(pp.blocks)*c.cfg.BlockSize < pp.done+n {
+					pp.blocks = append(pp.blocks, pp.block)
+				}
+				c.entries = append(c.entries, entry{sq: pp.sq, n: n, ppad: pp})
+				c.budget -= n
+			}
+		}
+	}
+	// Decode steps keep the group's shape: ended members still take their
+	// row (BatchSize <= MaxBatchTokens, so the budget always holds them).
+	if !prefilling && len(c.running) > 0 {
+		for _, p := range c.pads {
+			if c.budget <= 0 {
+				break
+			}
+			c.padTable(p)
+			c.entries = append(c.entries, entry{sq: p.sq, n: 1, sample: true, pad: p})
+			c.budget--
+		}
+	}
+}
+
+// startPromptPads sets up the prompt padding of a new group's members whose
+// prompts are shorter than its longest; they are at most len(group)-1, so
+// each gets its own scratch block.
+func (c *core) startPromptPads() {
+	longest := 0
+	for _, sq := range c.group {
+		longest = max(longest, sq.promptLen)
+	}
+	for _, sq := range c.group {
+		need := longest - sq.promptLen
+		if need == 0 {
+			continue
+		}
+		toks := make([]int32, need)
+		for i := range toks {
+			toks[i] = sq.tokens[0]
+		}
+		c.ppads = append(c.ppads, &promptPad{sq: sq, toks: toks, block: c.scratch + int32(len(c.ppads))})
+	}
+}
+
+// startPad gives sq, a group member that just ended while others of its
+// group still run, a padding row on the next free scratch block. Rows are
+// only freed when the group ends, and at most len(group)-1 members can end
+// while another runs, so BatchSize-1 scratch blocks always suffice.
+func (c *core) startPad(sq *seq) {
+	slot := len(c.pads)
+	if slot >= c.cfg.scratchBlocks() {
+		panic("scheduler: static group has more padding rows than scratch blocks")
+	}
+	tok := sq.tokens[len(sq.tokens)-1]
+	c.pads = append(c.pads, &padRow{
+		sq:      sq,
+		tok:     tok,
+		pos:     min(sq.computed, c.cfg.ContextLen-1),
+		sampler: sample.New(sample.Params{}, nil),
+	})
+}
+
+// padTable makes p's block table cover its next position with its scratch
+// block.
+func (c *core) padTable(p *padRow) {
+	b := c.scratch + int32(slices.Index(c.pads, p))
+	for len(p.blocks)*c.cfg.BlockSize < p.pos+1 {
+		p.blocks = append(p.blocks, b)
+	}
+}
+
+// groupRunning says whether a member of the static group other than sq is
+// still running.
+func (c *core) groupRunning(sq *seq) bool {
+	for _, m := range c.group {
+		if m != sq && m.state == seqRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // maybeEndGroup delivers the held answers of a static group once none of
@@ -442,6 +593,10 @@ func (c *core) maybeEndGroup() {
 		sq.inGroup = false
 	}
 	c.group = c.group[:0]
+	clear(c.pads)
+	c.pads = c.pads[:0]
+	clear(c.ppads)
+	c.ppads = c.ppads[:0]
 }
 
 // apply takes the step's results: it advances every planned sequence,
@@ -472,7 +627,23 @@ func (c *core) apply(results []runtime.Sampled, err error, now time.Time) {
 	}
 	c.stats.Steps++
 	c.stats.LastBatchTokens, c.stats.LastPrefillTok, c.stats.LastDecodeTok = 0, 0, 0
+	c.stats.LastPaddingTok = 0
 	for k, e := range c.entries {
+		if pp := e.ppad; pp != nil {
+			c.stats.LastBatchTokens += e.n
+			c.stats.LastPaddingTok += e.n
+			c.stats.PaddingTokens += uint64(e.n)
+			pp.done += e.n
+			continue
+		}
+		if p := e.pad; p != nil {
+			// Padding: its sampled token and any error are discarded.
+			c.stats.LastBatchTokens++
+			c.stats.LastPaddingTok++
+			c.stats.PaddingTokens++
+			p.pos = min(p.pos+1, c.cfg.ContextLen-1)
+			continue
+		}
 		sq := e.sq
 		if sq.state != seqRunning {
 			continue
@@ -569,6 +740,9 @@ func (c *core) pieceText(tok int32) string {
 func (c *core) finish(sq *seq, reason FinishReason, ev Event, matched string, err error, now time.Time) {
 	switch sq.state {
 	case seqRunning:
+		if sq.inGroup && c.groupRunning(sq) {
+			c.startPad(sq) // before its blocks go: it reads sq.computed
+		}
 		c.running = removeSeq(c.running, sq)
 		c.releaseBlocks(sq)
 	case seqWaiting:
@@ -632,6 +806,7 @@ func (c *core) snapshot(draining bool) Stats {
 	s.KVBlocksUsed = c.pool.used
 	s.KVBlocksCached = c.pool.lruLen
 	s.KVBlocksFree = len(c.pool.free)
+	s.KVBlocksReserved = c.cfg.scratchBlocks()
 	s.AdmissionPaused = c.paused
 	s.AdmissionPausedReason = c.pauseReason
 	s.Draining = draining
@@ -680,6 +855,35 @@ func (c *core) check() error {
 	}
 	if len(c.running) > c.cfg.MaxSeqs {
 		return fmt.Errorf("%d running, MaxSeqs %d", len(c.running), c.cfg.MaxSeqs)
+	}
+	if len(c.pads) > 0 && len(c.group) == 0 || len(c.pads) > c.cfg.scratchBlocks() {
+		return fmt.Errorf("%d padding rows, group of %d, %d scratch blocks", len(c.pads), len(c.group), c.cfg.scratchBlocks())
+	}
+	for i, p := range c.pads {
+		if p.sq.state != seqDone || !p.sq.inGroup || len(p.sq.blocks) != 0 {
+			return fmt.Errorf("padding row %d: seq %d in state %d, in group %v, %d blocks", i, p.sq.id, p.sq.state, p.sq.inGroup, len(p.sq.blocks))
+		}
+		if p.pos >= c.cfg.ContextLen {
+			return fmt.Errorf("padding row %d at position %d, context %d", i, p.pos, c.cfg.ContextLen)
+		}
+		for _, b := range p.blocks {
+			if b != c.scratch+int32(i) {
+				return fmt.Errorf("padding row %d holds block %d, its scratch block is %d", i, b, c.scratch+int32(i))
+			}
+		}
+	}
+	if len(c.ppads) > 0 && len(c.group) == 0 || len(c.ppads) > c.cfg.scratchBlocks() {
+		return fmt.Errorf("%d prompt paddings, group of %d, %d scratch blocks", len(c.ppads), len(c.group), c.cfg.scratchBlocks())
+	}
+	for i, pp := range c.ppads {
+		if pp.block != c.scratch+int32(i) || pp.done > len(pp.toks) || !pp.sq.inGroup {
+			return fmt.Errorf("prompt padding %d of seq %d: block %d (scratch %d), %d of %d done", i, pp.sq.id, pp.block, c.scratch+int32(i), pp.done, len(pp.toks))
+		}
+		for _, b := range pp.blocks {
+			if b != pp.block {
+				return fmt.Errorf("prompt padding %d holds block %d, its scratch block is %d", i, b, pp.block)
+			}
+		}
 	}
 	if err := c.pool.check(refs); err != nil {
 		return fmt.Errorf("kv ledger: %w", err)

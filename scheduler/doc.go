@@ -94,12 +94,49 @@
 // # Static batching
 //
 // With Config.Batching = "static" the scheduler is the baseline a static
-// batcher gives: a group of up to BatchSize waiting requests is admitted
-// together (blocks for each member's whole run reserved up front, so no
-// preemption), the whole group is prefilled, then decoded together until its
-// longest member ends. Members that end early stop producing tokens; their
-// Final is held until the group ends and their slot is not refilled; no new
-// arrival joins a running group. Tokens of the members stream as made.
+// batcher gives (a fixed [B, T] batch, as in HF generate): a group of up to
+// BatchSize waiting requests is admitted together (blocks for each member's
+// whole run reserved up front, so no preemption), the whole group is
+// prefilled, then decoded together until its longest member ends. No new
+// arrival joins a running group and no slot is refilled. Tokens of the
+// members stream as made; a member that ends early (EOS, stop, length) has
+// its Final held until the group ends.
+//
+// A static batch has a fixed shape, so a member that has ended (or was
+// cancelled, or failed) while others of its group still run keeps its row:
+// every later decode step of the group computes a padding row for it, one
+// token (its last) at a position that grows by one per step, so attention
+// runs over a growing length, and asks for logits, which a throwaway greedy
+// sampler turns into a token that is discarded: never streamed, never in
+// usage or Stats.GenerationTokens, counted in Stats.PaddingTokens (and in
+// LastBatchTokens, as model work, but not in PromptTokens). So a decode
+// step has as many rows as the group has members until the group ends.
+// Padding positions stop growing at ContextLen-1. A cancelled or failed
+// member's Final is sent at once; its row still pads.
+//
+// Padding K/V go to scratch blocks: static mode keeps BatchSize-1 blocks
+// (the highest-numbered of the pool) out of the ledger (Stats
+// .KVBlocksReserved; KVBlocksTotal and ContextLen's bound count only the
+// ledger). A padding row gets its own scratch block and every entry of its
+// block table points at it, so its writes overwrite each other (harmless:
+// the output is discarded) and never touch another row's memory. At most
+// BatchSize-1 members can have ended while one still runs, so the scratch
+// blocks always suffice. A member's own blocks are freed as soon as it
+// ends: padding needs none of them.
+//
+// Prompts are padded too: at group start each member whose prompt is
+// shorter than the group's longest gets a prompt padding of the difference,
+// computed in the prefill steps (after the prompts, under MaxBatchTokens,
+// decoding waits for it) as a separate row of that many tokens (the
+// member's first token repeated, positions from 0, no logits) on its own
+// scratch block. It costs what left-padding costs a real batch; it is not
+// prepended to the member's own row, so the member's K/V, positions and
+// answer are those of an unpadded run. Decode padding rows never run in a
+// prefill step, so the two kinds share the scratch blocks. A prompt
+// padding longer than BlockSize writes several of its positions to the
+// same slot in one step (a backend must tolerate that; the CPU backend
+// stores K/V sequentially). A member's padding row attends over its own
+// length, not the group's longest.
 //
 // # Invariants
 //
@@ -112,7 +149,11 @@
 //   - the hash index and the registered blocks agree;
 //   - a running sequence's blocks cover its computed positions;
 //   - the queues are in order, the running set is within MaxSeqs, and no
-//     sequence was readmitted in the step that preempted it.
+//     sequence was readmitted in the step that preempted it;
+//   - static padding rows belong to ended members of the current group that
+//     hold no ledger block, each on its own scratch block, within
+//     ContextLen, and there are no more of them than scratch blocks; so do
+//     prompt paddings (of any member of the current group).
 //
 // A failed step fails the sequences in it (only the ones a
 // runtime.StepErrors lists, when the model returns one), never the

@@ -223,6 +223,7 @@ func TestPrefixCache(t *testing.T) {
 				t.Errorf("%s tokens (-want +got):\n%s", tc.name, diff)
 			}
 		}
+		synctest.Wait() // the loop publishes Stats after the step that sent Final
 		st := h.s.Stats()
 		if st.KVBlocksCached == 0 || st.KVBlocksUsed != 0 {
 			t.Errorf("stats %+v: want cached blocks and none used", st)

@@ -159,8 +159,20 @@ func soak(t *testing.T, batching string, n int) {
 			t.Errorf("text %q for tokens %v", o.r.text, o.r.tokens)
 		}
 	}
+	synctest.Wait()
 	st := h.s.Stats()
-	t.Logf("%d submitted, %d queue-full, %d steps, %d preemptions, reasons %v", submitted, full, st.Steps, st.Preemptions, reasons)
+	t.Logf("%d submitted, %d queue-full, %d steps, %d preemptions, %d padding tokens, reasons %v",
+		submitted, full, st.Steps, st.Preemptions, st.PaddingTokens, reasons)
+	gen := 0
+	for _, o := range outs {
+		gen += len(o.r.tokens)
+	}
+	if st.GenerationTokens != uint64(gen) {
+		t.Errorf("GenerationTokens %d, streams got %d tokens", st.GenerationTokens, gen)
+	}
+	if (batching == BatchingStatic) != (st.PaddingTokens > 0) {
+		t.Errorf("%s batching computed %d padding tokens", batching, st.PaddingTokens)
+	}
 	if batching == BatchingContinuous && st.Preemptions == 0 {
 		t.Errorf("no preemption in the soak")
 	}
