@@ -1,0 +1,185 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+var roleNames = map[inferencev1.Role]string{
+	inferencev1.Role_ROLE_SYSTEM:    "system",
+	inferencev1.Role_ROLE_USER:      "user",
+	inferencev1.Role_ROLE_ASSISTANT: "assistant",
+}
+
+// chatReply is the reply streaming for one turn.
+type chatReply struct {
+	st    *scheduler.Stream
+	pump  pumping
+	index int32
+}
+
+// Chat implements InferenceService.Chat. The handler goroutine owns the
+// conversation; one goroutine receives client messages and, per turn, one
+// pump goroutine sends the reply (turns never overlap, so one goroutine at a
+// time calls Send).
+func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
+	if s.cfg.Chat == nil {
+		return Status(reqErr(codes.FailedPrecondition, ReasonNoChatTemplate, "", "the model has no chat template"))
+	}
+	ctx := stream.Context()
+	reqs := make(chan *inferencev1.ChatRequest)
+	recvErr := make(chan error, 1)
+	// The receiver ends when Recv fails: at the client's half-close or when
+	// this handler returns (which ends the stream).
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case reqs <- m:
+			case <-ctx.Done():
+				recvErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+
+	var (
+		conv        []chat.Message
+		reply       *chatReply
+		pending     *inferencev1.ChatTurn // a turn that interrupted the reply
+		next        int32
+		clientDone  bool
+		recvErrChan = (<-chan error)(recvErr)
+	)
+	start := func(t *inferencev1.ChatTurn) error {
+		for i, m := range t.GetMessages() {
+			name, ok := roleNames[m.GetRole()]
+			if !ok {
+				return badField("turn.messages.role", "message %d has role %v", i, m.GetRole())
+			}
+			if !utf8.ValidString(m.GetContent()) {
+				return reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.content", "message %d is not valid UTF-8", i)
+			}
+			conv = append(conv, chat.Message{Role: name, Content: m.GetContent()})
+		}
+		text, err := s.cfg.Chat.Render(conv, true)
+		if err != nil {
+			return reqErr(codes.InvalidArgument, ReasonChatTemplate, "turn.messages", "%v", err)
+		}
+		prompt := s.cfg.Tokenizer.Encode(text, false, true)
+		if bt, ok := s.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
+			prompt = append([]int32{bt.BOS()}, prompt...)
+		}
+		r, err := s.buildRequest(t.GetRequestId(), prompt, t, 0)
+		if err != nil {
+			return err
+		}
+		st, err := s.cfg.Scheduler.Submit(ctx, r)
+		if err != nil {
+			return err
+		}
+		idx := next
+		next++
+		p := s.pump(ctx, st, r, time.Now(), func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+			m := &inferencev1.ChatResponse{Turn: idx}
+			if c != nil {
+				m.Response = &inferencev1.ChatResponse_Chunk{Chunk: c}
+			} else {
+				m.Response = &inferencev1.ChatResponse_Final{Final: f}
+			}
+			return stream.Send(m)
+		})
+		reply = &chatReply{st: st, pump: p, index: idx}
+		return nil
+	}
+	turn := func(t *inferencev1.ChatTurn) error {
+		if len(t.GetMessages()) == 0 {
+			return badField("turn.messages", "a turn needs at least one message")
+		}
+		if reply != nil {
+			// Interrupt: the reply ends (its partial text is kept) and this
+			// turn starts when it has.
+			reply.st.Cancel()
+			pending = t
+			return nil
+		}
+		return start(t)
+	}
+
+	for {
+		var (
+			doneC  <-chan pumpResult
+			stallC <-chan time.Time
+			reqC   = reqs
+		)
+		if reply != nil {
+			doneC, stallC = reply.pump.done, reply.pump.stalled
+		}
+		if clientDone || pending != nil {
+			reqC = nil // finish the interrupted reply before reading on
+		}
+		select {
+		case m := <-reqC:
+			var err error
+			switch r := m.GetRequest().(type) {
+			case *inferencev1.ChatRequest_Turn:
+				err = turn(r.Turn)
+			case *inferencev1.ChatRequest_Cancel:
+				if reply != nil {
+					reply.st.Cancel()
+				}
+			default:
+				err = reqErr(codes.InvalidArgument, ReasonInvalidParameter, "request", "empty chat request (want turn or cancel)")
+			}
+			if err != nil {
+				if reply != nil {
+					reply.st.Cancel()
+				}
+				return Status(err)
+			}
+		case err := <-recvErrChan:
+			recvErrChan = nil
+			if !errors.Is(err, io.EOF) {
+				if reply != nil {
+					reply.st.Cancel()
+				}
+				return Status(err)
+			}
+			clientDone = true
+			if reply == nil && pending == nil {
+				return nil
+			}
+		case res := <-doneC:
+			reply = nil
+			conv = append(conv, chat.Message{Role: "assistant", Content: res.text})
+			if res.err != nil {
+				return Status(res.err)
+			}
+			if pending != nil {
+				t := pending
+				pending = nil
+				if err := start(t); err != nil {
+					return Status(err)
+				}
+			} else if clientDone {
+				return nil
+			}
+		case <-stallC:
+			reply.st.Cancel()
+			return Status(errSlowReader)
+		}
+	}
+}

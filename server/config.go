@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// Scheduler is what the server needs from the batching loop;
+// *scheduler.Scheduler implements it.
+type Scheduler interface {
+	Submit(ctx context.Context, r scheduler.Request) (*scheduler.Stream, error)
+	Stats() scheduler.Stats
+	Drain()
+}
+
+var _ Scheduler = (*scheduler.Scheduler)(nil)
+
+// Tokenizer turns text into token ids and back; *tokenizer.Tokenizer
+// implements it.
+type Tokenizer interface {
+	Encode(text string, addSpecial, parseSpecial bool) []int32
+	Decode(ids []int32) string
+	VocabSize() int
+}
+
+// bosTokenizer is optionally implemented by a Tokenizer whose model wants a
+// BOS token in front of every prompt (used for chat prompts whose template
+// does not write one).
+type bosTokenizer interface {
+	BOS() int32
+	AddBOS() bool
+}
+
+// ChatRenderer renders a conversation into prompt text; *chat.Template
+// implements it.
+type ChatRenderer interface {
+	Render(msgs []chat.Message, addGenerationPrompt bool) (string, error)
+}
+
+// KVCache describes the paged KV pool for GetModelInfo.
+type KVCache struct {
+	BlockSize     int    // token positions per block
+	NumBlocks     int    // blocks in the pool
+	BytesPerBlock int64  // bytes of one block over all layers, K and V
+	Type          string // "f16" or "f32"
+}
+
+// ModelInfo describes the served model for GetModelInfo.
+type ModelInfo struct {
+	Name           string         // general.name or the file's base name
+	Architecture   string         // "llama", ...
+	ContextLen     int            // prompt plus generated tokens accepted
+	VocabSize      int            // tokens in the vocabulary
+	TensorTypes    map[string]int // tensor type -> number of tensors
+	Backend        string         // "cpu ...", "cuda ..."
+	KV             KVCache        // the KV pool
+	BOS            int32          // BOS id or -1
+	EOG            []int32        // end-of-generation ids
+	ParameterCount int64          // parameters (0 if unknown)
+}
+
+// Config configures a Server. Scheduler, Tokenizer and Info.ContextLen are
+// required; the rest has defaults.
+type Config struct {
+	// Scheduler runs the requests. Required.
+	Scheduler Scheduler
+	// Tokenizer tokenizes prompts. Required.
+	Tokenizer Tokenizer
+	// Chat renders chat conversations; nil makes Chat fail with
+	// FAILED_PRECONDITION.
+	Chat ChatRenderer
+	// Info is what GetModelInfo reports; Info.ContextLen (> 1) bounds
+	// prompts and max_tokens, Info.VocabSize defaults to Tokenizer.VocabSize().
+	Info ModelInfo
+	// DefaultMaxTokens is used when a request leaves max_tokens at 0
+	// (capped by the room left in the context). Default 256.
+	DefaultMaxTokens int
+	// SendStallTimeout cuts off a stream whose client has accepted nothing
+	// for this long (one Send blocked). Default 30s.
+	SendStallTimeout time.Duration
+	// QueueTimeout, when > 0, fails requests not admitted in time.
+	QueueTimeout time.Duration
+	// AuthToken, when set, requires "authorization: Bearer <token>" on every
+	// RPC except the health service.
+	AuthToken string
+	// TLS, when set, serves TLS with it.
+	TLS *tls.Config
+	// MaxRecvMsgSize caps a received message. Default 4 MiB.
+	MaxRecvMsgSize int
+	// KeepaliveMinTime is the shortest client keepalive ping interval
+	// allowed; clients pinging faster are disconnected. Default 10s.
+	KeepaliveMinTime time.Duration
+	// Logger receives request logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registry receives the Prometheus metrics; nil creates one
+	// (MetricsHandler serves it).
+	Registry *prometheus.Registry
+
+	// onFinal, when set (tests), is called with every request's Final.
+	onFinal func(id string, f *scheduler.Final)
+	// onCancel, when set (tests), is called when a request is abandoned
+	// (its context ended or a Send failed) before its Final was sent.
+	onCancel func(id string)
+}
+
+func (c *Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("server: config: %s", fmt.Sprintf(format, args...))
+	}
+	if c.Scheduler == nil {
+		return errors.New("server: config: nil Scheduler")
+	}
+	if c.Tokenizer == nil {
+		return errors.New("server: config: nil Tokenizer")
+	}
+	if c.Info.VocabSize == 0 {
+		c.Info.VocabSize = c.Tokenizer.VocabSize()
+	}
+	if c.Info.VocabSize <= 0 {
+		return bad("vocabulary size %d must be > 0", c.Info.VocabSize)
+	}
+	if c.Info.ContextLen < 2 {
+		return bad("context length %d must be >= 2", c.Info.ContextLen)
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = 256
+	}
+	if c.DefaultMaxTokens < 0 {
+		return bad("DefaultMaxTokens %d must be > 0", c.DefaultMaxTokens)
+	}
+	if c.SendStallTimeout == 0 {
+		c.SendStallTimeout = 30 * time.Second
+	}
+	if c.SendStallTimeout < 0 {
+		return bad("SendStallTimeout %v must be > 0", c.SendStallTimeout)
+	}
+	if c.QueueTimeout < 0 {
+		return bad("QueueTimeout %v must be >= 0", c.QueueTimeout)
+	}
+	if c.MaxRecvMsgSize == 0 {
+		c.MaxRecvMsgSize = 4 << 20
+	}
+	if c.MaxRecvMsgSize < 1024 {
+		return bad("MaxRecvMsgSize %d must be >= 1024", c.MaxRecvMsgSize)
+	}
+	if c.KeepaliveMinTime == 0 {
+		c.KeepaliveMinTime = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	return nil
+}

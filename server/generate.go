@@ -1,0 +1,326 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// Limits on request fields beyond what the scheduler checks.
+const (
+	maxStopStrings   = 16
+	maxStopStringLen = 256
+	maxStopTokenIDs  = 64
+	maxTopN          = 20
+)
+
+// genOptions are the per-request options shared by Generate and Chat turns.
+type genOptions interface {
+	GetSampling() *inferencev1.SamplingParams
+	GetStopping() *inferencev1.StoppingCriteria
+	GetLogprobs() *inferencev1.LogprobOptions
+}
+
+// buildRequest validates the options and makes the scheduler request for
+// prompt (already tokenized).
+func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority int32) (scheduler.Request, error) {
+	ctxLen, vocab := s.cfg.Info.ContextLen, s.cfg.Info.VocabSize
+	if !utf8.ValidString(id) {
+		return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "request_id", "not valid UTF-8")
+	}
+	if len(prompt) == 0 {
+		return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt", "empty prompt")
+	}
+	for _, t := range prompt {
+		if t < 0 || int(t) >= vocab {
+			return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "prompt.token_ids",
+				"token id %d outside the vocabulary [0, %d)", t, vocab)
+		}
+	}
+	if len(prompt) >= ctxLen {
+		return scheduler.Request{}, promptTooLong(len(prompt), ctxLen)
+	}
+	r := scheduler.Request{ID: id, Prompt: prompt, Priority: int(priority), QueueTimeout: s.cfg.QueueTimeout}
+
+	sp := o.GetSampling()
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	switch {
+	case !finite(sp.GetTemperature()) || sp.GetTemperature() < 0 || sp.GetTemperature() > 100:
+		return r, badField("sampling.temperature", "%v must be in [0, 100]", sp.GetTemperature())
+	case sp.GetTopK() < 0:
+		return r, badField("sampling.top_k", "%d must be >= 0", sp.GetTopK())
+	case !finite(sp.GetTopP()) || sp.GetTopP() < 0 || sp.GetTopP() > 1:
+		return r, badField("sampling.top_p", "%v must be in [0, 1]", sp.GetTopP())
+	case !finite(sp.GetMinP()) || sp.GetMinP() < 0 || sp.GetMinP() > 1:
+		return r, badField("sampling.min_p", "%v must be in [0, 1]", sp.GetMinP())
+	case !finite(sp.GetRepetitionPenalty()) || sp.GetRepetitionPenalty() < 0 || sp.GetRepetitionPenalty() > 10:
+		return r, badField("sampling.repetition_penalty", "%v must be in [0, 10]", sp.GetRepetitionPenalty())
+	case !finite(sp.GetPresencePenalty()) || sp.GetPresencePenalty() < -2 || sp.GetPresencePenalty() > 2:
+		return r, badField("sampling.presence_penalty", "%v must be in [-2, 2]", sp.GetPresencePenalty())
+	case !finite(sp.GetFrequencyPenalty()) || sp.GetFrequencyPenalty() < -2 || sp.GetFrequencyPenalty() > 2:
+		return r, badField("sampling.frequency_penalty", "%v must be in [-2, 2]", sp.GetFrequencyPenalty())
+	}
+	seed := rand.Uint64()
+	if sp != nil && sp.Seed != nil {
+		seed = sp.GetSeed()
+	}
+	lp := o.GetLogprobs()
+	if lp.GetTopN() < 0 || lp.GetTopN() > maxTopN {
+		return r, badField("logprobs.top_n", "%d must be in [0, %d]", lp.GetTopN(), maxTopN)
+	}
+	r.Sampling = sample.Params{
+		Temperature:       sp.GetTemperature(),
+		TopK:              int(sp.GetTopK()),
+		TopP:              sp.GetTopP(),
+		MinP:              sp.GetMinP(),
+		RepetitionPenalty: sp.GetRepetitionPenalty(),
+		PresencePenalty:   sp.GetPresencePenalty(),
+		FrequencyPenalty:  sp.GetFrequencyPenalty(),
+		Seed:              seed,
+		Logprobs:          lp.GetEnabled() || lp.GetTopN() > 0,
+		TopLogprobs:       int(lp.GetTopN()),
+	}
+
+	st := o.GetStopping()
+	room := ctxLen - len(prompt)
+	switch mt := st.GetMaxTokens(); {
+	case mt < 0 || int(mt) > ctxLen:
+		return r, badField("stopping.max_tokens", "%d must be in [0, %d] (0: server default)", mt, ctxLen)
+	case mt == 0:
+		r.MaxTokens = min(s.cfg.DefaultMaxTokens, room)
+	default:
+		r.MaxTokens = int(mt)
+	}
+	if mn := st.GetMinTokens(); mn < 0 || int(mn) > r.MaxTokens {
+		return r, badField("stopping.min_tokens", "%d must be in [0, max_tokens=%d]", mn, r.MaxTokens)
+	}
+	r.MinTokens = int(st.GetMinTokens())
+	if len(st.GetStop()) > maxStopStrings {
+		return r, badField("stopping.stop", "%d stop strings, at most %d", len(st.GetStop()), maxStopStrings)
+	}
+	for _, x := range st.GetStop() {
+		if !utf8.ValidString(x) {
+			return r, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "stopping.stop", "not valid UTF-8")
+		}
+		if x == "" || len(x) > maxStopStringLen {
+			return r, badField("stopping.stop", "stop strings must be 1 to %d bytes", maxStopStringLen)
+		}
+	}
+	r.StopStrings = st.GetStop()
+	if len(st.GetStopTokenIds()) > maxStopTokenIDs {
+		return r, badField("stopping.stop_token_ids", "%d ids, at most %d", len(st.GetStopTokenIds()), maxStopTokenIDs)
+	}
+	for _, t := range st.GetStopTokenIds() {
+		if t < 0 || int(t) >= vocab {
+			return r, reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "stopping.stop_token_ids",
+				"token id %d outside the vocabulary [0, %d)", t, vocab)
+		}
+	}
+	r.StopTokenIDs = st.GetStopTokenIds()
+	r.IgnoreEOS = st.GetIgnoreEos()
+	r.IncludeStopString = st.GetIncludeStopString()
+	return r, nil
+}
+
+// Generate implements InferenceService.Generate.
+func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerStreamingServer[inferencev1.GenerateResponse]) error {
+	ctx := stream.Context()
+	start := time.Now()
+	var prompt []int32
+	switch p := req.GetPrompt().(type) {
+	case *inferencev1.GenerateRequest_Text:
+		if !utf8.ValidString(p.Text) {
+			return Status(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "prompt.text", "not valid UTF-8"))
+		}
+		if p.Text == "" {
+			return Status(reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt.text", "empty prompt"))
+		}
+		prompt = s.cfg.Tokenizer.Encode(p.Text, true, false)
+	case *inferencev1.GenerateRequest_TokenIds:
+		prompt = p.TokenIds.GetIds()
+	}
+	r, err := s.buildRequest(req.GetRequestId(), prompt, req, req.GetPriority())
+	if err != nil {
+		return Status(err)
+	}
+	st, err := s.cfg.Scheduler.Submit(ctx, r)
+	if err != nil {
+		return Status(err)
+	}
+	// Headers now: the client learns the request was accepted before the
+	// first token.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		st.Cancel()
+		return Status(err)
+	}
+	res := s.pump(ctx, st, r, start, func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+		if c != nil {
+			return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Chunk{Chunk: c}})
+		}
+		return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Final{Final: f}})
+	})
+	select {
+	case out := <-res.done:
+		return Status(out.err)
+	case <-res.stalled:
+		st.Cancel()
+		return Status(errSlowReader)
+	}
+}
+
+// pumpResult is how a stream's pump ended.
+type pumpResult struct {
+	final *scheduler.Final // nil only if the scheduler never sent one
+	text  string           // all text sent
+	err   error            // nil when the Final reached the client
+}
+
+// pumping is a running pump.
+type pumping struct {
+	done    <-chan pumpResult // receives once, when the pump has ended
+	stalled <-chan time.Time  // fires when one Send blocked past the stall limit
+}
+
+// pump starts the one goroutine that reads st and calls send (chunks, then
+// the final). It reports on done when the Final was sent, when ctx ends (the
+// request is cancelled) or when a Send fails, and then, in the last two
+// cases, waits for the scheduler's Final to record it (at most one step).
+// If the caller gives up on a stall, the goroutine goes on once the RPC
+// handler has returned, which fails the blocked Send.
+func (s *Server) pump(ctx context.Context, st *scheduler.Stream, r scheduler.Request, start time.Time,
+	send func(*inferencev1.Chunk, *inferencev1.Final) error) pumping {
+	done := make(chan pumpResult, 1)
+	stall := time.NewTimer(time.Hour)
+	stall.Stop()
+	guarded := func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+		stall.Reset(s.cfg.SendStallTimeout)
+		defer stall.Stop()
+		return send(c, f)
+	}
+	go func() {
+		var res pumpResult
+		var text strings.Builder
+		abandoned := false // the request ended early; its Final comes later
+		defer func() {
+			res.text = text.String()
+			done <- res
+			if abandoned {
+				if s.cfg.onCancel != nil {
+					s.cfg.onCancel(r.ID)
+				}
+				// Do not hold the handler for the scheduler's next step
+				// (which may be slow); record the Final when it comes. The
+				// scheduler sends one for every accepted request.
+				if f := awaitFinal(st); f != nil {
+					s.observe(ctx, r, start, f)
+				}
+			} else if res.final != nil {
+				s.observe(ctx, r, start, res.final)
+			}
+		}()
+		for {
+			ev, err := st.Recv(ctx)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					res.err = errors.New("scheduler stream ended without a final event")
+					return
+				}
+				st.Cancel()
+				abandoned, res.err = true, err
+				return
+			}
+			if len(ev.Tokens) > 0 || ev.Text != "" {
+				text.WriteString(ev.Text)
+				if err := guarded(toChunk(ev, r.Sampling.Logprobs), nil); err != nil {
+					st.Cancel()
+					abandoned, res.err = ev.Final == nil, err
+					res.final = ev.Final
+					return
+				}
+			}
+			if ev.Final != nil {
+				res.final = ev.Final
+				res.err = guarded(nil, toFinal(r.ID, start, ev.Final))
+				return
+			}
+		}
+	}()
+	return pumping{done: done, stalled: stall.C}
+}
+
+// awaitFinal reads a cancelled stream to its Final (the scheduler sends it
+// at its next step).
+func awaitFinal(st *scheduler.Stream) *scheduler.Final {
+	for {
+		ev, err := st.Recv(context.Background())
+		if err != nil {
+			return nil
+		}
+		if ev.Final != nil {
+			return ev.Final
+		}
+	}
+}
+
+func toChunk(ev scheduler.Event, logprobs bool) *inferencev1.Chunk {
+	c := &inferencev1.Chunk{TokenIds: make([]int32, len(ev.Tokens)), Text: ev.Text}
+	for i, t := range ev.Tokens {
+		c.TokenIds[i] = t.ID
+	}
+	if logprobs {
+		c.Logprobs = make([]*inferencev1.TokenLogprob, len(ev.Tokens))
+		for i, t := range ev.Tokens {
+			lp := &inferencev1.TokenLogprob{TokenId: t.ID, Logprob: t.Logprob}
+			for _, a := range t.Top {
+				lp.Top = append(lp.Top, &inferencev1.TopLogprob{TokenId: a.Token, Logprob: a.Logprob})
+			}
+			c.Logprobs[i] = lp
+		}
+	}
+	return c
+}
+
+var finishReasons = map[scheduler.FinishReason]inferencev1.FinishReason{
+	scheduler.FinishEOS:          inferencev1.FinishReason_FINISH_REASON_EOS,
+	scheduler.FinishLength:       inferencev1.FinishReason_FINISH_REASON_LENGTH,
+	scheduler.FinishStopSequence: inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE,
+	scheduler.FinishCancelled:    inferencev1.FinishReason_FINISH_REASON_CANCELLED,
+	scheduler.FinishError:        inferencev1.FinishReason_FINISH_REASON_ERROR,
+	scheduler.FinishTimeout:      inferencev1.FinishReason_FINISH_REASON_TIMEOUT,
+}
+
+func toFinal(id string, start time.Time, f *scheduler.Final) *inferencev1.Final {
+	out := &inferencev1.Final{
+		FinishReason: finishReasons[f.Reason],
+		Usage: &inferencev1.Usage{
+			PromptTokens:     int32(f.PromptTokens),
+			CompletionTokens: int32(f.CompletionTokens),
+			CachedTokens:     int32(f.CachedTokens),
+		},
+		Timings: &inferencev1.Timings{
+			QueueWait:        durationpb.New(f.QueueWait),
+			TimeToFirstToken: durationpb.New(f.TTFT),
+			Total:            durationpb.New(time.Since(start)),
+		},
+		StopMatched: f.StopMatched,
+		RequestId:   id,
+	}
+	if f.Err != nil {
+		out.ErrorMessage = f.Err.Error()
+	}
+	return out
+}

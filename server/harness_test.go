@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// harness runs a scheduler on the fake model behind a Server on bufconn.
+type harness struct {
+	t      *testing.T
+	sched  *scheduler.Scheduler
+	model  *fakeModel
+	srv    *Server
+	lis    *bufconn.Listener
+	conn   *grpc.ClientConn
+	client inferencev1.InferenceServiceClient
+
+	gateOnce sync.Once
+	mu       sync.Mutex
+	finals   map[string]chan *scheduler.Final
+	cancels  map[string]chan struct{}
+}
+
+type harnessOpts struct {
+	sched     func(*scheduler.Config)
+	server    func(*Config)
+	gated     bool
+	dialOpts  []grpc.DialOption
+	listener  net.Listener // a real listener instead of bufconn
+	noServing bool
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	scfg := scheduler.Config{
+		BlockSize:  16,
+		NumBlocks:  4096,
+		MaxSeqs:    64,
+		ContextLen: 40000,
+		NewDecoder: func() scheduler.TextDecoder { return fakeDecoder{} },
+		IsEOG:      func(id int32) bool { return id == fakeEOS },
+		VocabSize:  fakeVocab,
+	}
+	if o.sched != nil {
+		o.sched(&scfg)
+	}
+	h := &harness{t: t, finals: map[string]chan *scheduler.Final{}, cancels: map[string]chan struct{}{}}
+	h.model = newFakeModel(scfg)
+	if o.gated {
+		h.model.gate = make(chan struct{})
+	}
+	sched, err := scheduler.New(scfg, h.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sched = sched
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		sched.Run(ctx)
+	}()
+
+	cfg := Config{
+		Scheduler: sched,
+		Tokenizer: fakeTokenizer{},
+		Chat:      fakeChat{},
+		Info:      ModelInfo{Name: "fake", Architecture: "fake", ContextLen: scfg.ContextLen},
+		Logger:    slog.New(slog.DiscardHandler),
+		onFinal:   h.onFinal,
+		onCancel:  h.onCancel,
+	}
+	if o.server != nil {
+		o.server(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	var lis net.Listener = o.listener
+	dial := "passthrough:///bufnet"
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.dialOpts...)
+	if lis == nil {
+		h.lis = bufconn.Listen(1 << 20)
+		lis = h.lis
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return h.lis.DialContext(ctx)
+		}))
+	} else {
+		dial = lis.Addr().String()
+	}
+	serveDone := make(chan struct{})
+	go func() {
+		defer close(serveDone)
+		srv.Serve(lis)
+	}()
+	if !o.noServing {
+		srv.SetServing(true)
+	}
+	conn, err := grpc.NewClient(dial, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.conn = conn
+	h.client = inferencev1.NewInferenceServiceClient(conn)
+	t.Cleanup(func() {
+		conn.Close()
+		if h.model.gate != nil {
+			h.openGate()
+		}
+		srv.GRPC().Stop()
+		<-serveDone
+		cancel()
+		<-runDone
+	})
+	return h
+}
+
+// openGate lets the fake model run freely from now on.
+func (h *harness) openGate() { h.gateOnce.Do(func() { close(h.model.gate) }) }
+
+func (h *harness) onFinal(id string, f *scheduler.Final) {
+	select {
+	case h.finalChan(id) <- f:
+	default: // only the first Final of an id is kept
+	}
+}
+
+func (h *harness) onCancel(id string) {
+	select {
+	case h.cancelChan(id) <- struct{}{}:
+	default:
+	}
+}
+
+// cancelChan receives when the server sees request id's context end.
+func (h *harness) cancelChan(id string) chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.cancels[id]
+	if !ok {
+		c = make(chan struct{}, 1)
+		h.cancels[id] = c
+	}
+	return c
+}
+
+// finalChan is where the scheduler Final of request id arrives (once).
+func (h *harness) finalChan(id string) chan *scheduler.Final {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.finals[id]
+	if !ok {
+		c = make(chan *scheduler.Final, 1)
+		h.finals[id] = c
+	}
+	return c
+}
+
+// genResult is a whole Generate stream as the client saw it.
+type genResult struct {
+	tokens   []int32
+	text     string
+	messages int // chunk messages
+	final    *inferencev1.Final
+	err      error
+}
+
+// collect reads a Generate stream to its end.
+func collect(s grpc.ServerStreamingClient[inferencev1.GenerateResponse]) genResult {
+	var r genResult
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.err = err
+			}
+			return r
+		}
+		if c := m.GetChunk(); c != nil {
+			r.messages++
+			r.tokens = append(r.tokens, c.GetTokenIds()...)
+			r.text += c.GetText()
+		}
+		if f := m.GetFinal(); f != nil {
+			r.final = f
+		}
+	}
+}
+
+// generate runs one Generate to its end.
+func (h *harness) generate(ctx context.Context, req *inferencev1.GenerateRequest) genResult {
+	s, err := h.client.Generate(ctx, req)
+	if err != nil {
+		return genResult{err: err}
+	}
+	return collect(s)
+}
+
+// errorInfo returns the code and the one ErrorInfo reason of err ("" when
+// there is none; it fails the test if there are several).
+func errorInfo(t *testing.T, err error) (codes.Code, string) {
+	t.Helper()
+	st := status.Convert(err)
+	var reasons []string
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			if ei.GetDomain() != ErrorDomain {
+				t.Errorf("ErrorInfo domain %q, want %q", ei.GetDomain(), ErrorDomain)
+			}
+			reasons = append(reasons, ei.GetReason())
+		}
+	}
+	if len(reasons) > 1 {
+		t.Errorf("%d ErrorInfo details, want at most one: %v", len(reasons), reasons)
+	}
+	if len(reasons) == 0 {
+		return st.Code(), ""
+	}
+	return st.Code(), reasons[0]
+}
+
+func textPrompt(s string, maxTokens int32) *inferencev1.GenerateRequest {
+	return &inferencev1.GenerateRequest{
+		Prompt:   &inferencev1.GenerateRequest_Text{Text: s},
+		Stopping: &inferencev1.StoppingCriteria{MaxTokens: maxTokens},
+	}
+}

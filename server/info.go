@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"sort"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+)
+
+// maxTokenizeBytes caps Tokenize's input (the message limit caps it anyway).
+const maxTokenizeBytes = 1 << 20
+
+// Tokenize implements InferenceService.Tokenize.
+func (s *Server) Tokenize(_ context.Context, req *inferencev1.TokenizeRequest) (*inferencev1.TokenizeResponse, error) {
+	if !utf8.ValidString(req.GetText()) {
+		return nil, Status(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
+	}
+	if len(req.GetText()) > maxTokenizeBytes {
+		return nil, Status(badField("text", "%d bytes, at most %d", len(req.GetText()), maxTokenizeBytes))
+	}
+	ids := s.cfg.Tokenizer.Encode(req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
+	return &inferencev1.TokenizeResponse{TokenIds: ids}, nil
+}
+
+// Detokenize implements InferenceService.Detokenize.
+func (s *Server) Detokenize(_ context.Context, req *inferencev1.DetokenizeRequest) (*inferencev1.DetokenizeResponse, error) {
+	for _, t := range req.GetTokenIds() {
+		if t < 0 || int(t) >= s.cfg.Info.VocabSize {
+			return nil, Status(reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "token_ids",
+				"token id %d outside the vocabulary [0, %d)", t, s.cfg.Info.VocabSize))
+		}
+	}
+	return &inferencev1.DetokenizeResponse{Text: s.cfg.Tokenizer.Decode(req.GetTokenIds())}, nil
+}
+
+// GetModelInfo implements InferenceService.GetModelInfo.
+func (s *Server) GetModelInfo(context.Context, *inferencev1.GetModelInfoRequest) (*inferencev1.GetModelInfoResponse, error) {
+	in := s.cfg.Info
+	out := &inferencev1.GetModelInfoResponse{
+		Name:            in.Name,
+		Architecture:    in.Architecture,
+		ContextLength:   int32(in.ContextLen),
+		VocabSize:       int32(in.VocabSize),
+		Backend:         in.Backend,
+		BosTokenId:      in.BOS,
+		EogTokenIds:     in.EOG,
+		HasChatTemplate: s.cfg.Chat != nil,
+		ParameterCount:  in.ParameterCount,
+		KvCache: &inferencev1.KVCacheInfo{
+			BlockSize:      int32(in.KV.BlockSize),
+			NumBlocks:      int32(in.KV.NumBlocks),
+			CapacityTokens: int64(in.KV.BlockSize) * int64(in.KV.NumBlocks),
+			BytesPerBlock:  in.KV.BytesPerBlock,
+			Type:           in.KV.Type,
+		},
+	}
+	for t, n := range in.TensorTypes {
+		out.TensorTypes = append(out.TensorTypes, &inferencev1.TensorTypeCount{Type: t, Count: int32(n)})
+	}
+	sort.Slice(out.TensorTypes, func(i, j int) bool { return out.TensorTypes[i].Type < out.TensorTypes[j].Type })
+	return out, nil
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// metrics are the Prometheus series, named weft_* with vLLM's meanings.
+// Gauges and totals read the scheduler's latest Stats snapshot at scrape
+// time; histograms are fed from each request's Final.
+type metrics struct {
+	ttft      prometheus.Histogram
+	tpot      prometheus.Histogram
+	e2e       prometheus.Histogram
+	queue     prometheus.Histogram
+	iteration prometheus.Histogram
+	success   *prometheus.CounterVec
+}
+
+var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+
+func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metrics, error) {
+	m := &metrics{
+		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weft_time_to_first_token_seconds", Help: "Time from arrival to the first generated token.",
+			Buckets: latencyBuckets,
+		}),
+		tpot: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weft_time_per_output_token_seconds", Help: "Mean time between generated tokens of a request, after the first.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5},
+		}),
+		e2e: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weft_e2e_request_latency_seconds", Help: "Time from arrival to the end of generation.",
+			Buckets: latencyBuckets,
+		}),
+		queue: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weft_request_queue_time_seconds", Help: "Time a request waited before its first admission.",
+			Buckets: latencyBuckets,
+		}),
+		iteration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weft_iteration_tokens_total", Help: "Tokens per scheduler step (sampled from Stats by SampleStats).",
+			Buckets: []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
+		}),
+		success: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weft_request_success_total", Help: "Finished requests by finish reason.",
+		}, []string{"finished_reason"}),
+	}
+	gauge := func(name, help string, f func(scheduler.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
+	}
+	counter := func(name, help string, f func(scheduler.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
+	}
+	cs := []prometheus.Collector{
+		m.ttft, m.tpot, m.e2e, m.queue, m.iteration, m.success,
+		gauge("weft_num_requests_running", "Requests in the running batch.", func(s scheduler.Stats) float64 { return float64(s.Running) }),
+		gauge("weft_num_requests_waiting", "Requests waiting for admission.", func(s scheduler.Stats) float64 { return float64(s.Waiting) }),
+		gauge("weft_kv_cache_usage_perc", "Fraction of KV blocks held by running requests (1 = full).", kvUsage),
+		counter("weft_num_preemptions_total", "Preemptions since start.", func(s scheduler.Stats) float64 { return float64(s.Preemptions) }),
+		counter("weft_prompt_tokens_total", "Prompt tokens processed since start.", func(s scheduler.Stats) float64 { return float64(s.PromptTokens) }),
+		counter("weft_generation_tokens_total", "Tokens generated since start.", func(s scheduler.Stats) float64 { return float64(s.GenerationTokens) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func kvUsage(s scheduler.Stats) float64 {
+	if s.KVBlocksTotal == 0 {
+		return 0
+	}
+	return float64(s.KVBlocksUsed) / float64(s.KVBlocksTotal)
+}
+
+var finishLabels = map[scheduler.FinishReason]string{
+	scheduler.FinishEOS: "eos", scheduler.FinishLength: "length", scheduler.FinishStopSequence: "stop",
+	scheduler.FinishCancelled: "cancelled", scheduler.FinishError: "error", scheduler.FinishTimeout: "timeout",
+}
+
+var tracer = otel.Tracer("github.com/weft-inference/weft/server")
+
+// observe records one finished request: histograms, and spans for its
+// queue wait, prefill and decode phases under the RPC's span.
+func (s *Server) observe(ctx context.Context, r scheduler.Request, start time.Time, f *scheduler.Final) {
+	end := time.Now()
+	e2e := end.Sub(start)
+	m := s.metrics
+	m.e2e.Observe(e2e.Seconds())
+	m.queue.Observe(f.QueueWait.Seconds())
+	m.success.WithLabelValues(finishLabels[f.Reason]).Inc()
+	if f.CompletionTokens > 0 && f.TTFT > 0 {
+		m.ttft.Observe(f.TTFT.Seconds())
+		if f.CompletionTokens > 1 {
+			m.tpot.Observe((e2e - f.TTFT).Seconds() / float64(f.CompletionTokens-1))
+		}
+	}
+	if trace.SpanFromContext(ctx).IsRecording() {
+		ctx = context.WithoutCancel(ctx)
+		phase := func(name string, from, to time.Time, attrs ...attribute.KeyValue) {
+			if to.Before(from) {
+				return
+			}
+			_, sp := tracer.Start(ctx, name, trace.WithTimestamp(from), trace.WithAttributes(attrs...))
+			sp.End(trace.WithTimestamp(to))
+		}
+		admitted := start.Add(f.QueueWait)
+		phase("weft.queue", start, admitted)
+		if f.TTFT > 0 {
+			first := start.Add(f.TTFT)
+			phase("weft.prefill", admitted, first,
+				attribute.Int("weft.prompt_tokens", f.PromptTokens), attribute.Int("weft.cached_tokens", f.CachedTokens))
+			phase("weft.decode", first, end, attribute.Int("weft.completion_tokens", f.CompletionTokens))
+		}
+	}
+	if s.cfg.onFinal != nil {
+		s.cfg.onFinal(r.ID, f)
+	}
+}
+
+// MetricsHandler serves the Prometheus metrics (mount it at /metrics).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry})
+}
+
+// SampleStats feeds weft_iteration_tokens_total from the scheduler's Stats
+// every interval (one observation per new step seen) until ctx ends.
+func (s *Server) SampleStats(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st := s.cfg.Scheduler.Stats()
+			if st.Steps != last && st.LastBatchTokens > 0 {
+				s.metrics.iteration.Observe(float64(st.LastBatchTokens))
+			}
+			last = st.Steps
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+)
+
+// TestReflection: the service, health and reflection are listed, and the
+// inference service's file descriptor is served (what grpcurl needs).
+func TestReflection(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	s, err := reflectionpb.NewServerReflectionClient(h.conn).ServerReflectionInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.CloseSend()
+	if err := s.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, svc := range r.GetListServicesResponse().GetService() {
+		names = append(names, svc.GetName())
+	}
+	for _, want := range []string{ServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("reflection lists %v, missing %s", names, want)
+		}
+	}
+	if err := s.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: ServiceName}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
+		t.Errorf("no file descriptor for %s: %v", ServiceName, r)
+	}
+}
