@@ -38,6 +38,11 @@ flags:
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if a == "--engine" || a == "-engine" || a == "--engine=true" {
+			return runEngineBench(ctx, args, stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {

@@ -19,6 +19,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/scheduler"
@@ -42,6 +45,7 @@ type serveConfig struct {
 	MaxBatchTokens int           // tokens per step
 	MaxWaiting     int           // waiting queue bound
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
+	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
 	TLSCert        string        // PEM certificate; with TLSKey enables TLS
@@ -65,6 +69,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		return fmt.Errorf("--drain-timeout %v must be > 0", c.DrainTimeout)
+	}
+	if !(c.GPUMemUtil > 0 && c.GPUMemUtil <= 1) {
+		return fmt.Errorf("--gpu-memory-utilization %g: want a fraction in (0, 1]", c.GPUMemUtil)
 	}
 	if c.MaxSeqs < 0 || c.BatchSize < 0 || c.MaxBatchTokens < 0 || c.MaxWaiting < 0 || c.KVMemory < 0 {
 		return errors.New("sizes must be >= 0 (0: default)")
@@ -123,6 +130,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0, "most tokens fed in one step (0: scheduler default)")
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, "most requests waiting for admission (0: scheduler default)")
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
+	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
+		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
 	fs.StringVar(&c.AuthToken, "auth-token", "", "require `token` as a bearer token (health is exempt)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate `file` (with --tls-key: serve TLS)")
@@ -137,55 +146,173 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	return c, c.validate()
 }
 
-// newCUDABackend is the CUDA hook: the cuda package's wiring sets it (in a
-// file built with cgo) to build a backend for m with a KV pool of kvBytes
-// (0: its default). Nil means this binary has no CUDA support.
-//
-// CUDA HOOK: cuda/ provides the implementation; keep the signature.
-var newCUDABackend func(m *runtime.Model, kvBytes int64, log *slog.Logger) (runtime.Backend, error)
+// cudaOptions are the flags the CUDA backend is built with.
+type cudaOptions struct {
+	Device         int     // CUDA device ordinal
+	KVBytes        int64   // --kv-memory (0: size from device memory)
+	Utilization    float64 // --gpu-memory-utilization
+	MaxSeqs        int     // --max-seqs (0: backend default)
+	MaxBatchTokens int     // --max-batch-tokens (0: backend default)
+}
+
+// newCUDABackend is the CUDA hook: serve_cuda.go sets it to build a backend
+// for m. Nil means this binary has no CUDA support.
+var newCUDABackend func(m *runtime.Model, o cudaOptions, log *slog.Logger) (runtime.Backend, error)
 
 // errNoCUDA is returned for --backend cuda when CUDA is unavailable.
 var errNoCUDA = errors.New("--backend cuda: this weft binary has no CUDA support (built without cgo/CUDA) or no GPU was found")
 
-// kvBytesPerBlock is the CPU KV pool's bytes per block (K and V, all layers).
-func kvBytesPerBlock(hp llama.HParams, blockSize int, elem int64) int64 {
-	return 2 * int64(hp.Layers) * int64(blockSize) * int64(hp.KVHeads*hp.HeadDim) * elem
+// healthReporter is implemented by backends that can break for good (the
+// CUDA backend after a sticky error). Backends without it are always healthy.
+type healthReporter interface {
+	Healthy() (ok bool, reason string)
 }
 
-// newBackend picks the backend for m.
-func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (runtime.Backend, error) {
+// memoryWatcher is implemented by backends that watch device memory (the
+// CUDA backend through NVML): the gate pauses admission when free memory
+// runs low, the collectors export the memory gauges. Either may be nil.
+type memoryWatcher interface {
+	MemoryGate() scheduler.Capacity
+	MemoryCollectors() []prometheus.Collector
+}
+
+// CPU KV pool defaults.
+const (
+	cpuBlockSize = 16
+	// cpuRAMFraction is the share of RAM that weights and KV may take
+	// together when --kv-memory is 0.
+	cpuRAMFraction = 0.5
+	// defaultMaxSeqs mirrors the scheduler's MaxSeqs default; the default
+	// pool never holds more than MaxSeqs full contexts.
+	defaultMaxSeqs = 256
+)
+
+// cpuKVInput is what the CPU pool sizing needs (separate from the model so
+// tests can size hypothetical machines).
+type cpuKVInput struct {
+	KVMemory     int64  // --kv-memory; 0: fraction of RAM
+	TotalRAM     uint64 // MemTotal; 0: unknown (then only the cap applies)
+	WeightsBytes uint64 // model weights held in RAM
+	Layers       int
+	KVDim        int // KV heads x head dim
+	ContextLen   int
+	MaxSeqs      int // 0: defaultMaxSeqs
+	BlockSize    int
+	ElemBytes    int // 2 for an F16 cache
+}
+
+// planCPUKV sizes the CPU KV pool. With --kv-memory it is exactly
+// floor(kv-memory / bytes-per-block) blocks. Without, the budget is
+// cpuRAMFraction of RAM less the weights, capped at what MaxSeqs sequences
+// of the full context need (a tiny model never gets gigabytes).
+func planCPUKV(in cpuKVInput) (gpumem.Plan, error) {
+	per := gpumem.KVBytesPerBlock(in.Layers, in.KVDim, in.BlockSize, in.ElemBytes)
+	if in.KVMemory > 0 {
+		p, err := gpumem.BlocksForCPU(uint64(in.KVMemory), per, in.BlockSize)
+		if err != nil {
+			return p, fmt.Errorf("--kv-memory: %w", err)
+		}
+		p.Explain += " (--kv-memory)"
+		return p, nil
+	}
+	seqs := in.MaxSeqs
+	if seqs <= 0 {
+		seqs = defaultMaxSeqs
+	}
+	capBlocks := uint64(seqs) * uint64((in.ContextLen+in.BlockSize-1)/in.BlockSize)
+	capBytes := capBlocks * per
+	budget, why := capBytes, fmt.Sprintf("max-seqs %d x context %d", seqs, in.ContextLen)
+	if in.TotalRAM > 0 {
+		ram, err := gpumem.CPUBudget(in.TotalRAM, in.WeightsBytes, cpuRAMFraction)
+		if err != nil {
+			return gpumem.Plan{}, fmt.Errorf("sizing the KV pool from RAM (set --kv-memory): %w", err)
+		}
+		if ram < capBytes {
+			budget = ram
+			why = fmt.Sprintf("%.2f x %s RAM less %s weights", cpuRAMFraction, gpumem.GiB(in.TotalRAM), gpumem.GiB(in.WeightsBytes))
+		}
+	}
+	p, err := gpumem.BlocksForCPU(budget, per, in.BlockSize)
+	if err != nil {
+		return p, err
+	}
+	p.Explain += " (" + why + ")"
+	return p, nil
+}
+
+// weightsBytes is the size of m's tensors in its file (0 if unknown).
+func weightsBytes(m *runtime.Model) uint64 {
+	if m.File == nil {
+		return 0
+	}
+	var n uint64
+	for _, t := range m.File.Tensors {
+		n += uint64(len(t.Data))
+	}
+	return n
+}
+
+// newBackend picks the backend for m; why says why (for the log and
+// GetModelInfo).
+func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b runtime.Backend, why string, err error) {
 	if c.Backend == "cuda" || c.Backend == "auto" {
 		if newCUDABackend != nil {
-			b, err := newCUDABackend(m, c.KVMemory, log)
+			b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
+				MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}, log)
 			if err == nil {
-				return b, nil
+				return b, "--backend " + c.Backend, nil
 			}
 			if c.Backend == "cuda" {
-				return nil, fmt.Errorf("--backend cuda: %w", err)
+				return nil, "", fmt.Errorf("--backend cuda: %w", err)
 			}
+			why = "CUDA unavailable: " + err.Error()
 			log.Info("CUDA unavailable; using the CPU backend", "reason", err)
 		} else if c.Backend == "cuda" {
-			return nil, errNoCUDA
+			return nil, "", errNoCUDA
 		} else {
+			why = "no CUDA support in this binary"
 			log.Info("no CUDA support in this binary; using the CPU backend")
 		}
+	} else {
+		why = "--backend " + c.Backend
 	}
-	cfg := llama.CPUConfig{BlockSize: 16, KVType: "f16"}
-	if c.KVMemory > 0 {
-		per := kvBytesPerBlock(m.HP, cfg.BlockSize, 2)
-		cfg.NumBlocks = int(c.KVMemory / per)
-		if cfg.NumBlocks < 2 {
-			return nil, fmt.Errorf("--kv-memory %d bytes holds %d blocks of %d bytes; need at least 2", c.KVMemory, cfg.NumBlocks, per)
+	in := cpuKVInput{
+		KVMemory: c.KVMemory, WeightsBytes: weightsBytes(m),
+		Layers: m.HP.Layers, KVDim: m.HP.KVHeads * m.HP.HeadDim, ContextLen: m.HP.ContextLen,
+		MaxSeqs: c.MaxSeqs, BlockSize: cpuBlockSize, ElemBytes: 2,
+	}
+	if c.KVMemory == 0 {
+		ram, err := gpumem.SystemMemory()
+		if err != nil {
+			log.Warn("RAM size unknown; KV pool capped by max-seqs x context only", "err", err)
 		}
+		in.TotalRAM = ram
 	}
-	return m.NewCPUBackend(cfg)
+	plan, err := planCPUKV(in)
+	if err != nil {
+		return nil, "", err
+	}
+	if plan.NumBlocks < 2 {
+		return nil, "", fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
+	}
+	log.Info("kv pool sized", "plan", plan.String())
+	cb, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: cpuBlockSize, KVType: "f16", NumBlocks: plan.NumBlocks})
+	if err != nil {
+		return nil, "", err
+	}
+	return cb, why, nil
 }
 
 // serveDeps are what serve runs on: a loaded model and its backend.
 type serveDeps struct {
 	Model   *runtime.Model
 	Backend runtime.Backend
-	Log     *slog.Logger
+	// BackendWhy says why this backend runs ("--backend cpu", "CUDA
+	// unavailable: ..."); GetModelInfo reports it after the backend's name.
+	BackendWhy string
+	Log        *slog.Logger
+	// HealthPoll is how often a healthReporter backend is polled; 0: 1s.
+	HealthPoll time.Duration
 }
 
 // serve wires scheduler and server on a built model and backend, listens on
@@ -194,6 +321,20 @@ type serveDeps struct {
 func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.Listener, ready chan<- struct{}) error {
 	m, b, log := d.Model, d.Backend, d.Log
 	kv := b.KV()
+	reg := prometheus.NewRegistry()
+	var capacity scheduler.Capacity
+	if w, ok := b.(memoryWatcher); ok {
+		capacity = w.MemoryGate()
+		for _, col := range w.MemoryCollectors() {
+			if err := reg.Register(col); err != nil {
+				return fmt.Errorf("registering GPU memory metrics: %w", err)
+			}
+		}
+	}
+	backendInfo := b.Name()
+	if d.BackendWhy != "" {
+		backendInfo += "; " + d.BackendWhy
+	}
 	ctxLen := min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize)
 	sched, err := scheduler.New(scheduler.Config{
 		BlockSize:      kv.BlockSize,
@@ -207,6 +348,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		NewDecoder:     func() scheduler.TextDecoder { return m.Tok.NewStreamDecoder() },
 		IsEOG:          m.Tok.IsEOG,
 		VocabSize:      m.HP.VocabSize,
+		Capacity:       capacity,
 	}, runtime.NewEngine(b, m.HP.VocabSize))
 	if err != nil {
 		return err
@@ -233,7 +375,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			ContextLen:   ctxLen,
 			VocabSize:    m.HP.VocabSize,
 			TensorTypes:  m.TensorTypes,
-			Backend:      b.Name(),
+			Backend:      backendInfo,
 			KV:           server.KVCache{BlockSize: kv.BlockSize, NumBlocks: kv.NumBlocks, BytesPerBlock: kv.BytesPerBlock, Type: kv.Type},
 			BOS:          m.Tok.BOS(),
 			EOG:          m.Tok.EOGs(),
@@ -241,6 +383,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		AuthToken: c.AuthToken,
 		TLS:       tlsCfg,
 		Logger:    log,
+		Registry:  reg,
 	})
 	if err != nil {
 		return err
@@ -263,7 +406,10 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	srv.SetServing(true)
-	log.Info("serving", "addr", lis.Addr().String(), "model", m.Name, "backend", b.Name(),
+	if h, ok := b.(healthReporter); ok {
+		go watchHealth(runCtx, h, d.HealthPoll, srv, log)
+	}
+	log.Info("serving", "addr", lis.Addr().String(), "model", m.Name, "backend", backendInfo,
 		"kv_blocks", kv.NumBlocks, "block_size", kv.BlockSize, "context", ctxLen, "tls", tlsCfg != nil)
 	if ready != nil {
 		close(ready)
@@ -285,6 +431,29 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	}
 	stopRun()
 	return err2
+}
+
+// watchHealth polls h every poll (0: 1s) until ctx ends; the first time h
+// reports unhealthy (a sticky CUDA error) it turns srv's health NOT_SERVING
+// and logs the reason. It does not turn it back: such errors are permanent.
+func watchHealth(ctx context.Context, h healthReporter, poll time.Duration, srv *server.Server, log *slog.Logger) {
+	if poll <= 0 {
+		poll = time.Second
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ok, reason := h.Healthy(); !ok {
+			srv.SetServing(false)
+			log.Error("backend unhealthy; health is NOT_SERVING", "reason", reason)
+			return
+		}
+	}
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -313,7 +482,7 @@ func runServe(ctx context.Context, args []string) error {
 	if m.TemplateErr != nil {
 		log.Warn("chat template did not compile; using the default", "err", m.TemplateErr)
 	}
-	b, err := newBackend(c, m, log)
+	b, why, err := newBackend(c, m, log)
 	if err != nil {
 		return err
 	}
@@ -329,7 +498,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return serve(ctx, c, serveDeps{Model: m, Backend: b, Log: log}, lis, mlis, nil)
+	return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: why, Log: log}, lis, mlis, nil)
 }
 
 // runHealthcheck dials the health service and exits non-zero unless the

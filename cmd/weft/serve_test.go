@@ -3,22 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/scheduler"
 )
 
 // startServe runs serve on loopback listeners and returns a client; the
@@ -30,6 +37,16 @@ func startServe(t *testing.T, m *runtime.Model, kvType string) (inferencev1.Infe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	return startServeDeps(t, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu"})
+}
+
+// startServeDeps is startServe for a given backend (d.Log defaults to a
+// discarding logger).
+func startServeDeps(t *testing.T, d serveDeps) (inferencev1.InferenceServiceClient, string, string) {
+	t.Helper()
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +63,7 @@ func startServe(t *testing.T, m *runtime.Model, kvType string) (inferencev1.Infe
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler)}, lis, mlis, ready)
+		done <- serve(ctx, c, d, lis, mlis, ready)
 	}()
 	select {
 	case <-ready:
@@ -139,7 +156,10 @@ func TestServeFlags(t *testing.T) {
 	if c.KVMemory != 64<<20 || c.BatchSize != 4 || c.Backend != "cuda" || c.Batching != "static" {
 		t.Errorf("parsed %+v", c)
 	}
-	for _, bad := range [][]string{{"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}} {
+	if c.GPUMemUtil != 0.9 {
+		t.Errorf("--gpu-memory-utilization default %g, want 0.9", c.GPUMemUtil)
+	}
+	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}} {
 		if _, err := parseServeFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -152,7 +172,7 @@ func TestServeFlags(t *testing.T) {
 	}
 	defer m.Close()
 	log := slog.New(slog.DiscardHandler)
-	if b, err := newBackend(serveConfig{Backend: "cuda"}, m, log); err == nil {
+	if b, _, err := newBackend(serveConfig{Backend: "cuda", GPUMemUtil: 0.9}, m, log); err == nil {
 		if !strings.HasPrefix(b.Name(), "cuda") {
 			t.Errorf("--backend cuda gave %q", b.Name())
 		}
@@ -160,8 +180,8 @@ func TestServeFlags(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "cuda") {
 		t.Errorf("--backend cuda error does not say why: %v", err)
 	}
-	b, err := newBackend(serveConfig{Backend: "auto"}, m, log)
-	if err != nil {
+	b, why, err := newBackend(serveConfig{Backend: "auto", GPUMemUtil: 0.9}, m, log)
+	if err != nil || why == "" {
 		t.Fatalf("--backend auto: %v", err)
 	}
 	b.Close()
@@ -229,6 +249,281 @@ func TestServeGoldenStories260K(t *testing.T) {
 		}
 		if msgs < 2 {
 			t.Errorf("%q: %d chunk messages, want several", g.Prompt, msgs)
+		}
+	}
+}
+
+// fakeGPU is a CPU backend dressed as a GPU one: it offers an admission gate
+// over a fake NVML source (memoryWatcher) and a settable health
+// (healthReporter), the two things serve takes from the CUDA backend.
+type fakeGPU struct {
+	*llama.CPUBackend
+	gate      scheduler.Capacity
+	cols      []prometheus.Collector
+	unhealthy atomic.Pointer[string]
+}
+
+func (f *fakeGPU) MemoryGate() scheduler.Capacity           { return f.gate }
+func (f *fakeGPU) MemoryCollectors() []prometheus.Collector { return f.cols }
+func (f *fakeGPU) Healthy() (bool, string) {
+	if r := f.unhealthy.Load(); r != nil {
+		return false, *r
+	}
+	return true, ""
+}
+
+// fakeSource is a GPU whose free memory the test sets.
+type fakeSource struct {
+	free  atomic.Uint64
+	reads atomic.Int64
+}
+
+func (s *fakeSource) Snapshot() (gpumem.Info, error) {
+	s.reads.Add(1)
+	f := s.free.Load()
+	return gpumem.Info{Name: "fake", Total: 1000, Free: f, Used: 1000 - f}, nil
+}
+
+func newFakeGPU(t *testing.T, m *runtime.Model, src gpumem.Source) *fakeGPU {
+	t.Helper()
+	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f16", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	f := &fakeGPU{CPUBackend: b}
+	if src != nil {
+		gate, err := gpumem.NewGate(src, gpumem.GateConfig{PauseBelow: 100, ResumeAbove: 200, Interval: time.Nanosecond}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.gate = gate
+		f.cols = []prometheus.Collector{gpumem.NewCollector(src), gate}
+	}
+	return f
+}
+
+// metric returns the value of an unlabelled sample (or the first sample of
+// a labelled one) from a /metrics scrape.
+func metric(t *testing.T, maddr, name string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		f := strings.Fields(rest)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// waitFor polls cond every 10ms for up to 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestServeGPUMemoryGate: with free GPU memory below the margin a request
+// waits (admission paused, nothing fails); once memory is back above the
+// resume threshold it is admitted and finishes normally. The NVML gauges and
+// the gate's metrics are on /metrics.
+func TestServeGPUMemoryGate(t *testing.T) {
+	m, err := runtime.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	src := &fakeSource{}
+	src.free.Store(50) // below PauseBelow: paused from the first reading
+	client, _, maddr := startServeDeps(t, serveDeps{Model: m, Backend: newFakeGPU(t, m, src)})
+
+	s, err := client.Generate(context.Background(), &inferencev1.GenerateRequest{
+		Prompt:   &inferencev1.GenerateRequest_Text{Text: "hello"},
+		Stopping: &inferencev1.StoppingCriteria{MaxTokens: 4, IgnoreEos: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n     int
+		final *inferencev1.Final
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		var r result
+		for {
+			msg, err := s.Recv()
+			if err != nil {
+				if err != io.EOF {
+					r.err = err
+				}
+				got <- r
+				return
+			}
+			r.n += len(msg.GetChunk().GetTokenIds())
+			if f := msg.GetFinal(); f != nil {
+				r.final = f
+			}
+		}
+	}()
+	waitFor(t, "the request to wait behind the paused gate", func() bool {
+		w, ok1 := metric(t, maddr, "weft_num_requests_waiting")
+		p, ok2 := metric(t, maddr, "weft_gpu_admission_paused")
+		return ok1 && ok2 && w == 1 && p == 1
+	})
+	// The scheduler keeps asking the gate while it waits.
+	before := src.reads.Load()
+	waitFor(t, "the gate to be asked again", func() bool { return src.reads.Load() > before+2 })
+	select {
+	case r := <-got:
+		t.Fatalf("request ended while admission was paused: %+v", r)
+	default:
+	}
+	if v, ok := metric(t, maddr, "weft_gpu_memory_free_bytes"); !ok || v != 50 {
+		t.Errorf("weft_gpu_memory_free_bytes = %v (%v), want 50", v, ok)
+	}
+
+	src.free.Store(150) // above PauseBelow but below ResumeAbove: still paused
+	waitFor(t, "the gate to read 150", func() bool {
+		v, ok := metric(t, maddr, "weft_gpu_memory_free_bytes")
+		return ok && v == 150
+	})
+	src.free.Store(500) // above ResumeAbove: resumes
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("request not admitted after free memory recovered")
+	}
+	if r.err != nil || r.n != 4 || r.final.GetFinishReason() != inferencev1.FinishReason_FINISH_REASON_LENGTH {
+		t.Errorf("after resuming: %d tokens, final %v, err %v", r.n, r.final, r.err)
+	}
+	if v, ok := metric(t, maddr, "weft_gpu_admission_pauses_total"); !ok || v != 1 {
+		t.Errorf("weft_gpu_admission_pauses_total = %v (%v), want 1", v, ok)
+	}
+	if v, ok := metric(t, maddr, "weft_gpu_admission_paused"); !ok || v != 0 {
+		t.Errorf("weft_gpu_admission_paused = %v (%v), want 0", v, ok)
+	}
+}
+
+// TestServeUnhealthyBackend: a backend reporting a sticky error turns the
+// health service NOT_SERVING.
+func TestServeUnhealthyBackend(t *testing.T) {
+	m, err := runtime.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := newFakeGPU(t, m, nil)
+	_, addr, _ := startServeDeps(t, serveDeps{Model: m, Backend: b, HealthPoll: 5 * time.Millisecond})
+	ctx := context.Background()
+	if err := runHealthcheck(ctx, []string{"--addr", addr}); err != nil {
+		t.Fatalf("healthy backend: healthcheck %v", err)
+	}
+	reason := "cuda: CUDA_ERROR_ILLEGAL_ADDRESS in attention"
+	b.unhealthy.Store(&reason)
+	waitFor(t, "NOT_SERVING", func() bool {
+		err := runHealthcheck(ctx, []string{"--addr", addr})
+		return err != nil && strings.Contains(err.Error(), "NOT_SERVING")
+	})
+}
+
+// TestServeFallbackReason: when CUDA fails under --backend auto, the CPU
+// backend runs and GetModelInfo says why.
+func TestServeFallbackReason(t *testing.T) {
+	m, err := runtime.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	saved := newCUDABackend
+	t.Cleanup(func() { newCUDABackend = saved })
+	newCUDABackend = func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error) {
+		return nil, errors.New("cuInit: CUDA_ERROR_NO_DEVICE")
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		backend, why string
+	}{
+		{"auto", "CUDA unavailable: cuInit: CUDA_ERROR_NO_DEVICE"},
+		{"cpu", "--backend cpu"},
+	} {
+		c, err := parseServeFlags([]string{"--backend", tc.backend, "--kv-memory", "1MiB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, why, err := newBackend(c, m, log)
+		if err != nil {
+			t.Fatalf("--backend %s: %v", tc.backend, err)
+		}
+		t.Cleanup(func() { b.Close() })
+		if why != tc.why {
+			t.Errorf("--backend %s: why %q, want %q", tc.backend, why, tc.why)
+		}
+		client, _, _ := startServeDeps(t, serveDeps{Model: m, Backend: b, BackendWhy: why})
+		info, err := client.GetModelInfo(context.Background(), &inferencev1.GetModelInfoRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := b.Name() + "; " + tc.why; info.GetBackend() != want {
+			t.Errorf("--backend %s: GetModelInfo backend %q, want %q", tc.backend, info.GetBackend(), want)
+		}
+	}
+	if _, _, err := newBackend(serveConfig{Backend: "cuda", GPUMemUtil: 0.9}, m, log); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NO_DEVICE") {
+		t.Errorf("--backend cuda with no device: %v", err)
+	}
+}
+
+func TestPlanCPUKV(t *testing.T) {
+	// 2 layers x kv dim 64 x 16 positions x K,V x f16 = 8 KiB per block.
+	base := cpuKVInput{Layers: 2, KVDim: 64, ContextLen: 512, BlockSize: 16, ElemBytes: 2}
+	with := func(f func(*cpuKVInput)) cpuKVInput { in := base; f(&in); return in }
+	const per = 8 << 10
+	for _, tc := range []struct {
+		name    string
+		in      cpuKVInput
+		blocks  int
+		wantErr bool
+	}{
+		{"kv-memory exact", with(func(in *cpuKVInput) { in.KVMemory = 64 * per }), 64, false},
+		{"kv-memory rounds down", with(func(in *cpuKVInput) { in.KVMemory = 64*per + per - 1 }), 64, false},
+		{"kv-memory ignores the cap", with(func(in *cpuKVInput) { in.KVMemory = 1 << 30; in.MaxSeqs = 1 }), (1 << 30) / per, false},
+		{"kv-memory below a block", with(func(in *cpuKVInput) { in.KVMemory = per - 1 }), 0, true},
+		// 256 seqs x 32 blocks of context, far below half of 24 GiB.
+		{"default capped by max-seqs x context", with(func(in *cpuKVInput) { in.TotalRAM = 24 << 30 }), 256 * 32, false},
+		{"max-seqs 4", with(func(in *cpuKVInput) { in.TotalRAM = 24 << 30; in.MaxSeqs = 4 }), 4 * 32, false},
+		{"RAM unknown: the cap", base, 256 * 32, false},
+		// Half of 64 MiB = 32 MiB, less 16 MiB of weights = 16 MiB = 2048 blocks.
+		{"default limited by RAM", with(func(in *cpuKVInput) { in.TotalRAM = 64 << 20; in.WeightsBytes = 16 << 20; in.ContextLen = 8192 }), 2048, false},
+		{"weights fill RAM", with(func(in *cpuKVInput) { in.TotalRAM = 64 << 20; in.WeightsBytes = 40 << 20 }), 0, true},
+	} {
+		p, err := planCPUKV(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err %v, want error %v", tc.name, err, tc.wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if p.NumBlocks != tc.blocks || p.BytesPerBlock != per || p.Tokens != tc.blocks*16 {
+			t.Errorf("%s: %d blocks of %d bytes (%d tokens), want %d blocks of %d: %s", tc.name, p.NumBlocks, p.BytesPerBlock, p.Tokens, tc.blocks, per, p)
+		}
+		if !strings.Contains(p.String(), "per block") {
+			t.Errorf("%s: plan %q lacks the arithmetic", tc.name, p)
 		}
 	}
 }

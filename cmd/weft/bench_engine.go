@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/llama"
+)
+
+// runEngineBench is `weft bench --engine`: the forward pass alone, in
+// process, on the CPU backend — prompt tokens/s, single-sequence decode
+// tokens/s and aggregate decode tokens/s with several sequences in one
+// batch, plus the memory-bandwidth bound of a decode step. It is the
+// command-line twin of `go test -bench Forward ./runtime/llama`, for any
+// GGUF file (for example one written by `weft gen-model`).
+func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench --engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Bool("engine", true, "benchmark the forward pass in process (no server)")
+	modelPath := fs.String("model", "", "GGUF model (empty: the built-in model)")
+	seqsFlag := fs.String("seqs", "1,4,16,64", "decode batch sizes (sequences per step)")
+	promptLen := fs.Int("prompt", 128, "prompt chunk length for the prompt benchmark")
+	ctxLen := fs.Int("context", 64, "tokens already in each sequence's KV before decoding")
+	steps := fs.Int("steps", 16, "decode steps measured per batch size")
+	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
+	format := fs.String("format", "table", "table or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var seqCounts []int
+	for _, s := range strings.Split(*seqsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--seqs: bad count %q", s)
+		}
+		seqCounts = append(seqCounts, n)
+	}
+	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 {
+		return fmt.Errorf("--prompt, --steps must be >= 1 and --context >= 0")
+	}
+	var (
+		m   *runtime.Model
+		err error
+	)
+	if *modelPath == "" {
+		m, err = runtime.LoadDefault()
+	} else {
+		m, err = runtime.Load(*modelPath)
+	}
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	hp := m.HP
+	var weightBytes int64
+	for _, ti := range m.File.Tensors {
+		weightBytes += int64(len(ti.Data))
+	}
+	const bs = 16
+	vocab := hp.VocabSize
+	tok := func(i int) int32 { return int32(3 + i%(vocab-3)) }
+
+	type row struct {
+		Name         string  `json:"name"`
+		Seqs         int     `json:"seqs"`
+		TokensPerSec float64 `json:"tokens_per_second"`
+		StepMS       float64 `json:"step_ms"`
+		BoundPerSec  float64 `json:"bound_tokens_per_second,omitempty"`
+	}
+	var rows []row
+
+	// Prompt: one chunk of promptLen tokens per step.
+	{
+		nb := (*promptLen + bs - 1) / bs
+		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: nb})
+		if err != nil {
+			return err
+		}
+		st := runtime.SeqStep{Tokens: make([]int32, *promptLen)}
+		for i := range st.Tokens {
+			st.Tokens[i] = tok(i)
+		}
+		for i := range nb {
+			st.Blocks = append(st.Blocks, int32(i))
+		}
+		lg := [][]float32{make([]float32, vocab)}
+		seqs := []runtime.SeqStep{st}
+		if err := b.Forward(ctx, seqs, lg); err != nil { // warm-up
+			b.Close()
+			return err
+		}
+		const reps = 3
+		t0 := time.Now()
+		for range reps {
+			if err := b.Forward(ctx, seqs, lg); err != nil {
+				b.Close()
+				return err
+			}
+		}
+		el := time.Since(t0)
+		b.Close()
+		rows = append(rows, row{Name: fmt.Sprintf("prompt %d", *promptLen), Seqs: 1,
+			TokensPerSec: float64(reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / reps})
+	}
+
+	// Decode: n sequences, each with ctxLen tokens of context, one token each per step.
+	for _, n := range seqCounts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		perSeq := (*ctxLen + *steps + 1 + bs - 1) / bs
+		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: n * perSeq})
+		if err != nil {
+			return err
+		}
+		seqs := make([]runtime.SeqStep, n)
+		lg := make([][]float32, n)
+		for i := range seqs {
+			for j := range perSeq {
+				seqs[i].Blocks = append(seqs[i].Blocks, int32(i*perSeq+j))
+			}
+			lg[i] = make([]float32, vocab)
+			if *ctxLen > 0 {
+				pre := runtime.SeqStep{Blocks: seqs[i].Blocks, Tokens: make([]int32, *ctxLen)}
+				for k := range pre.Tokens {
+					pre.Tokens[k] = tok(i + k)
+				}
+				if err := b.Forward(ctx, []runtime.SeqStep{pre}, [][]float32{nil}); err != nil {
+					b.Close()
+					return err
+				}
+			}
+			seqs[i].Pos = *ctxLen
+			seqs[i].Tokens = []int32{tok(i)}
+		}
+		var el time.Duration
+		for s := 0; s <= *steps; s++ {
+			t0 := time.Now()
+			if err := b.Forward(ctx, seqs, lg); err != nil {
+				b.Close()
+				return err
+			}
+			if s > 0 { // step 0 is warm-up
+				el += time.Since(t0)
+			}
+			for i := range seqs {
+				seqs[i].Pos++
+				seqs[i].Tokens[0] = tok(i + s)
+			}
+		}
+		b.Close()
+		bound := *bandwidth * 1e9 / float64(weightBytes) * float64(n)
+		rows = append(rows, row{Name: "decode", Seqs: n,
+			TokensPerSec: float64(n**steps) / el.Seconds(), StepMS: el.Seconds() * 1000 / float64(*steps), BoundPerSec: bound})
+	}
+
+	if *format == "json" {
+		return json.NewEncoder(stdout).Encode(map[string]any{
+			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes,
+			"bandwidth_gbs": *bandwidth, "results": rows,
+		})
+	}
+	fmt.Fprintf(stdout, "model %s (%s), %d weight bytes; bound = %.0f GB/s / weight bytes x seqs (weights read once per step)\n",
+		m.Name, m.TypeSummary(), weightBytes, *bandwidth)
+	fmt.Fprintf(stdout, "%-12s %6s %12s %10s %14s\n", "run", "seqs", "tokens/s", "step ms", "bandwidth bound")
+	for _, r := range rows {
+		b := "-"
+		if r.BoundPerSec > 0 {
+			b = fmt.Sprintf("%.0f", r.BoundPerSec)
+		}
+		fmt.Fprintf(stdout, "%-12s %6d %12.1f %10.2f %14s\n", r.Name, r.Seqs, r.TokensPerSec, r.StepMS, b)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/weft-inference/weft/internal/shareddata"
+)
+
+func TestBenchEngineJSON(t *testing.T) {
+	var out bytes.Buffer
+	args := []string{"--engine", "--model", shareddata.Path(t, "models/stories260K.gguf"),
+		"--seqs", "1,3", "--prompt", "20", "--context", "5", "--steps", "2", "--format", "json"}
+	if err := runBench(context.Background(), args, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		WeightBytes int64 `json:"weight_bytes"`
+		Results     []struct {
+			Name         string  `json:"name"`
+			Seqs         int     `json:"seqs"`
+			TokensPerSec float64 `json:"tokens_per_second"`
+			Bound        float64 `json:"bound_tokens_per_second"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	if len(got.Results) != 3 || got.Results[0].Name != "prompt 20" || got.Results[2].Seqs != 3 {
+		t.Fatalf("results %+v", got.Results)
+	}
+	for _, r := range got.Results {
+		if !(r.TokensPerSec > 0) {
+			t.Errorf("%s/%d: tokens/s %v", r.Name, r.Seqs, r.TokensPerSec)
+		}
+	}
+	// The bound scales with the sequences sharing one read of the weights.
+	if b1, b3 := got.Results[1].Bound, got.Results[2].Bound; b1 <= 0 || b3 < 2.99*b1 || b3 > 3.01*b1 {
+		t.Errorf("bounds %v and %v: want the 3-sequence bound 3x the 1-sequence one", b1, b3)
+	}
+	if err := runBench(context.Background(), []string{"--engine", "--seqs", "0"}, io.Discard, io.Discard); err == nil {
+		t.Error("--seqs 0 accepted")
+	}
+}
