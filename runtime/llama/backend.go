@@ -86,6 +86,7 @@ type scratch struct {
 	att, gate, up, tm []float32
 	rope              []float32 // per token: cos, sin of each rotary pair
 	xr                []float32 // F16-rounded matmul input
+	h16               []uint16  // F16 conversion scratch (matmul input, K and V)
 	lastX, lastOut    []float32
 	starts            []int // first token of each sequence
 }
@@ -208,6 +209,7 @@ func (b *CPUBackend) grow(total, nLogits, maxPos int) {
 		s.up = make([]float32, c*hp.FFN)
 		s.rope = make([]float32, c*hp.HeadDim)
 		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, b.qDim))
+		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, b.qDim, 2*b.kvDim))
 	}
 	if nLogits*hp.Dim > len(s.lastX) {
 		s.lastX = make([]float32, nLogits*hp.Dim)
@@ -257,9 +259,7 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 		for t := range total {
 			rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.AttnNorm, hp.NormEps)
 		}
-		matMul(q, l.Wq, xn, total, s.xr)
-		matMul(k, l.Wk, xn, total, s.xr)
-		matMul(v, l.Wv, xn, total, s.xr)
+		matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv})
 		if l.Bq != nil {
 			for t := range total {
 				add(q[t*b.qDim:(t+1)*b.qDim], l.Bq)
@@ -274,16 +274,15 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 		}
 		b.storeKV(li, seqs, k, v)
 		b.attention(li, seqs, q, att)
-		matMul(s.tm[:total*D], l.Wo, att, total, s.xr)
+		matMul(s.tm[:total*D], l.Wo, att, total, s)
 		add(x, s.tm[:total*D])
 		for t := range total {
 			rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
 		}
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
-		matMul(gate, l.WGate, xn, total, s.xr)
-		matMul(up, l.WUp, xn, total, s.xr)
+		matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp})
 		siluMul(gate, up)
-		matMul(s.tm[:total*D], l.WDown, gate, total, s.xr)
+		matMul(s.tm[:total*D], l.WDown, gate, total, s)
 		add(x, s.tm[:total*D])
 	}
 	if nLogits == 0 {
@@ -300,7 +299,7 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 		}
 	}
 	V := hp.VocabSize
-	matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s.xr)
+	matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s)
 	r = 0
 	for i := range seqs {
 		if logits[i] != nil {
@@ -359,6 +358,12 @@ func (b *CPUBackend) kvOff(block int32, g, slot int) int {
 // to F16 for an F16 cache).
 func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	bs, kd, hd := b.cfg.BlockSize, b.kvDim, b.m.HP.HeadDim
+	var k16, v16 []uint16
+	if b.f16 { // convert all rows at once (F16C), then scatter
+		k16, v16 = b.s.h16[:len(k)], b.s.h16[len(k):2*len(k)]
+		quant.F32ToF16s(k16, k)
+		quant.F32ToF16s(v16, v)
+	}
 	t := 0
 	for _, sq := range seqs {
 		for j := range sq.Tokens {
@@ -367,11 +372,8 @@ func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 				off := b.kvOff(sq.Blocks[p/bs], g, p%bs)
 				ks, vs := k[t*kd+g*hd:t*kd+(g+1)*hd], v[t*kd+g*hd:t*kd+(g+1)*hd]
 				if b.f16 {
-					kc, vc := b.k16[layer][off:off+hd], b.v16[layer][off:off+hd]
-					for i := range ks {
-						kc[i] = f32ToF16(ks[i])
-						vc[i] = f32ToF16(vs[i])
-					}
+					copy(b.k16[layer][off:off+hd], k16[t*kd+g*hd:t*kd+(g+1)*hd])
+					copy(b.v16[layer][off:off+hd], v16[t*kd+g*hd:t*kd+(g+1)*hd])
 				} else {
 					copy(b.k32[layer][off:off+hd], ks)
 					copy(b.v32[layer][off:off+hd], vs)
@@ -474,36 +476,43 @@ func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, to
 			t := tok0 + j
 			qv := q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
 			if b.f16 {
-				for i, x := range qv {
-					w.q16[i] = roundF16(x)
-				}
+				quant.RoundF16s(w.q16, qv)
 				qv = w.q16
 			}
-			scores := w.scores[:p+1]
-			mx := float32(math.Inf(-1))
-			for pp := range scores {
-				sc := dot(qv, kk[pp*hd:(pp+1)*hd]) * scale
-				scores[pp] = sc
-				mx = max(mx, sc)
-			}
-			// softmax as ggml: exp(x-max) summed in float64, scaled by 1/sum.
-			var sum float64
-			for i, sc := range scores {
-				e := float32(math.Exp(float64(sc - mx)))
-				scores[i] = e
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
+			np := p + 1
+			scores := w.scores[:np]
+			quant.MatMul(scores, f32Weight(kk[:np*hd], np, hd), qv, 1)
 			o := out[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-			clear(o)
-			for pp, e := range scores {
-				pr := e * inv
-				if b.f16 {
-					pr = roundF16(pr)
-				}
-				axpy(pr, vv[pp*hd:(pp+1)*hd], o)
-			}
+			b.softmaxRow(scores, scale)
+			quant.MulVecT(o, vv[:np*hd], scores, np, hd)
 		}
+	}
+}
+
+// softmaxRow replaces row by softmax(row·scale) as ggml computes it:
+// exp(x-max) (quant.Exps), summed in float64, scaled by 1/sum, and, with an
+// F16 cache, rounded to F16 for the product with V.
+func (b *CPUBackend) softmaxRow(row []float32, scale float32) {
+	mx := float32(math.Inf(-1))
+	for i, v := range row {
+		v *= scale
+		row[i] = v
+		mx = max(mx, v)
+	}
+	for i := range row {
+		row[i] -= mx
+	}
+	quant.Exps(row, row)
+	var sum float64
+	for _, e := range row {
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range row {
+		row[i] *= inv
+	}
+	if b.f16 {
+		quant.RoundF16s(row, row)
 	}
 }
 
@@ -532,9 +541,7 @@ func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g
 		src := q[(tok0+j)*b.qDim+h*hd : (tok0+j)*b.qDim+(h+1)*hd]
 		dst := qg[r*hd : (r+1)*hd]
 		if b.f16 {
-			for i, x := range src {
-				dst[i] = roundF16(x)
-			}
+			quant.RoundF16s(dst, src)
 		} else {
 			copy(dst, src)
 		}
@@ -549,24 +556,7 @@ func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g
 	for r := range rows {
 		p := sq.Pos + r%T
 		row := sc[r*n : (r+1)*n]
-		mx := float32(math.Inf(-1))
-		for pp := 0; pp <= p; pp++ {
-			row[pp] *= scale
-			mx = max(mx, row[pp])
-		}
-		var sum float64
-		for pp := 0; pp <= p; pp++ {
-			e := float32(math.Exp(float64(row[pp] - mx)))
-			row[pp] = e
-			sum += float64(e)
-		}
-		inv := float32(1 / sum)
-		for pp := 0; pp <= p; pp++ {
-			row[pp] *= inv
-			if b.f16 {
-				row[pp] = roundF16(row[pp])
-			}
-		}
+		b.softmaxRow(row[:p+1], scale)
 		clear(row[p+1:])
 	}
 	quant.MatMul(og, f32Weight(vt, hd, n), sc, rows)
@@ -589,36 +579,4 @@ func grow(s []float32, n int) []float32 {
 		return s
 	}
 	return make([]float32, max(n, 2*len(s)))
-}
-
-// dot returns Σ a[i]·b[i].
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// axpy sets y[i] += a·x[i].
-func axpy(a float32, x, y []float32) {
-	x = x[:len(y)]
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		y[i] += a * x[i]
-		y[i+1] += a * x[i+1]
-		y[i+2] += a * x[i+2]
-		y[i+3] += a * x[i+3]
-	}
-	for ; i < len(y); i++ {
-		y[i] += a * x[i]
-	}
 }

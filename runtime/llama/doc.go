@@ -18,15 +18,22 @@
 // F16 (default, like llama.cpp) or F32. Forward runs ONE pass for a ragged
 // batch: all tokens of all sequences (prompt chunks and single decode
 // tokens) form one activation matrix, so each weight matrix is read once
-// per step (quant.MatMul with n = total tokens). Attention is per sequence,
-// through its block table, parallel over (sequence, KV head). Logits are
+// per step (quant.MatMul with n = total tokens); the Q, K and V products of
+// one input, and gate and up, each run as one quant.MatMuls job (one pool
+// handoff). Attention is per sequence, through its block table, parallel
+// over (sequence, KV head); its scores are one F32 product of K with the
+// query (quant.MatMul), its output quant.MulVecT over V, and long chunks use
+// two matrix products per KV head. Logits are
 // computed only for the last token of sequences that ask for them.
 //
 // Numerics follow ggml so that greedy tokens match llama.cpp: RMS norm with
 // a float64 sum of squares, RoPE angles by repeated float32 multiplication
 // (theta_i = pos·base^(-2i/d)), softmax with a float64 sum, F16 rounding of
 // the K/V written to an F16 cache and of the query and softmax weights that
-// meet them, and of the activations entering F16 matmuls.
+// meet them, and of the activations entering F16 matmuls (rounded once per
+// input, quant.RoundF16s). The exponentials of SiLU and softmax use quant's
+// vector exponential (within 2e-7 relative), as ggml uses its own vector
+// approximation.
 //
 // Per-step scratch is allocated once (grown to the largest batch seen) and
 // reused. Forward must not be called concurrently.

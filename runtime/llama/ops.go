@@ -12,19 +12,36 @@ import (
 // matMul computes y[t*w.Rows+r] = Σ_k W[r][k]·x[t*w.Cols+k] for t < n,
 // reading the weights once for all n tokens (quant.MatMul). For F16 weights
 // the activations are first rounded to F16, as ggml does (its F16 dot
-// product takes both operands in F16); xr is scratch of at least n*w.Cols.
-func matMul(y []float32, w quant.Weight, x []float32, n int, xr []float32) {
-	if w.Type == gguf.TypeF16 {
-		xr = xr[:n*w.Cols]
-		for i, v := range x[:n*w.Cols] {
-			xr[i] = roundF16(v)
+// product takes both operands in F16); sc provides the scratch.
+func matMul(y []float32, w quant.Weight, x []float32, n int, sc *scratch) {
+	matMuls(n, x, sc, quant.Product{Y: y, W: w})
+}
+
+// matMuls computes several products of the same input x (their X is set
+// here) as one parallel job (quant.MatMuls). When any weight is F16, x is
+// rounded to F16 once, into sc.xr, and that copy feeds the F16 products.
+func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) {
+	x = x[:n*ps[0].W.Cols]
+	var xr []float32
+	for i := range ps {
+		ps[i].X = x
+		if ps[i].W.Type == gguf.TypeF16 {
+			if xr == nil {
+				xr = sc.xr[:len(x)]
+				quant.RoundF16s(xr, x)
+			}
+			ps[i].X = xr
 		}
-		x = xr
 	}
-	if matMulHook != nil && matMulHook(y, w, x, n) {
+	if matMulHook != nil {
+		for _, p := range ps {
+			if !matMulHook(p.Y, p.W, p.X, n) {
+				quant.MatMul(p.Y, p.W, p.X, n)
+			}
+		}
 		return
 	}
-	quant.MatMul(y, w, x, n)
+	quant.MatMuls(n, ps...)
 }
 
 // matMulHook, when set (tests), may take over a product.
@@ -68,12 +85,9 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
-// siluMul sets gate[i] = silu(gate[i]) * up[i].
-func siluMul(gate, up []float32) {
-	for i, g := range gate {
-		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
-	}
-}
+// siluMul sets gate[i] = silu(gate[i]) * up[i] (quant.SiLUMul: a vector
+// exponential within a few ulps, as ggml's own is).
+func siluMul(gate, up []float32) { quant.SiLUMul(gate, up) }
 
 // add sets dst[i] += src[i].
 func add(dst, src []float32) {

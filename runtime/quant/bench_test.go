@@ -29,11 +29,11 @@ func cpuTime() time.Duration {
 //	go test -run '^$' -bench 'MatMul/' -benchtime=20x ./runtime/quant/
 func BenchmarkMatMul(b *testing.B) {
 	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
-	shapes := []struct{ rows, cols int }{{2048, 768}, {32000, 768}}
+	shapes := []struct{ rows, cols int }{{2048, 768}, {768, 2048}, {32000, 768}}
 	for _, typ := range types {
 		for _, sh := range shapes {
 			var w Weight
-			for _, n := range []int{1, 16, 64, 512} {
+			for _, n := range []int{1, 4, 16, 64, 128, 512} {
 				if sh.rows > 4096 && n > 64 {
 					continue
 				}

@@ -22,7 +22,11 @@
 // on first use, living as long as the process); products smaller than
 // parallelMin run on the caller's goroutine, so stories260K-sized matrices
 // pay no handoff. Each worker makes one cgo call per row chunk. The pool is
-// sized from GOMAXPROCS at the first MatMul and keeps that size.
+// sized from GOMAXPROCS at the first MatMul and keeps that size. MatMuls
+// runs several products of the same tokens (Q, K and V; gate and up) as one
+// job: one handoff instead of several, and their chunks shared out together.
+// (Workers that spin between jobs instead of parking were tried: on a
+// machine shared with other processes they made decoding 1.5-4x slower.)
 // Three kernels sit behind it, chosen per call:
 //
 //   - Few tokens (n < 24), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512 VNNI: integer dot
@@ -33,19 +37,18 @@
 //     mins) are applied per 4-column lane in float, the offsets against
 //     the exact float sums of the activations. Activation rounding makes
 //     these results differ from the float reference by at most
-//     sum |w| * amax/254 per output (the tests check that bound).
-//   - Few tokens, every other case: a dot-product kernel. Four rows at a time
-//     are dequantized into a thread-local float32 tile that stays in L1 (F32
-//     weights are used in place, F16 ones converted in registers by F16C) and a register-blocked micro-kernel (4 rows
-//     x up to 4 tokens of vector accumulators) runs over it. The 16 (or 4)
+//     sum |w| * amax/254 per output (the tests check that bound). A row
+//     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
+//     costs more).
+//   - Fewer than 160 tokens, every other case: a dot-product kernel. Four
+//     rows at a time are dequantized into a thread-local float32 tile that
+//     stays in L1 (F32 weights are used in place, F16 ones converted in
+//     registers by F16C) and a register-blocked micro-kernel (4 rows x up
+//     to 4 tokens of vector accumulators) runs over it. The 16 (or 4)
 //     accumulators are reduced together by a shuffle-add tree (AVX-512),
-//     which matters for small K such as stories260K's 64.
-//   - Moderate token counts (24 <= n < 160): a lane GEMM. Tokens go along
-//     the vector lanes: x is packed once per call as [k][32 tokens]; weights
-//     are dequantized 48 rows at a time into a row-major tile, and the
-//     micro-kernel (12 rows x 32 tokens = 24 zmm accumulators) loads two
-//     token vectors and broadcasts 12 weights per k. No horizontal sums, no
-//     weight transposition.
+//     which matters for small K such as stories260K's 64. From 5 tokens
+//     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
+//     tokens stream past it.
 //   - Many tokens (n >= 160, prompt chunks): a packed GEMM. x is packed in
 //     panels of 12 tokens as [k][token]; each 32-row weight tile is
 //     dequantized and transposed to [k][row]; the micro-kernel keeps 2 x 12
@@ -72,9 +75,13 @@
 //
 // # Vector helpers
 //
-// Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul, Softmax
-// and the bulk F16 conversions F16ToF32s / F32ToF16s (F16C) serve the rest
-// of the forward pass and an F16 KV cache.
+// Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul, Softmax,
+// Exps, MulVecT (y = Aᵀx, attention's weights times V), the bulk F16
+// conversions F16ToF32s / F32ToF16s and RoundF16s (F16C) serve the rest of
+// the forward pass and an F16 KV cache. SiLUMul and Exps use a vector
+// exponential (range reduction and a degree-7 polynomial, within 2e-7
+// relative of math.Exp on [-87, 88], inputs clamped to that range) in the
+// C builds; the tests hold every kernel set to the Go reference.
 //
 // Example:
 //

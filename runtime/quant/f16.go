@@ -93,3 +93,19 @@ func F32ToF16s(dst []uint16, src []float32) {
 
 // bulkMin is the slice length from which the bulk helpers call the SIMD code.
 const bulkMin = 128
+
+// RoundF16s sets dst[i] to src[i] rounded to F16 (nearest even) and back,
+// for i < len(dst); dst may alias src. It is what a value goes through when
+// ggml stores it as F16 and reads it again.
+func RoundF16s(dst, src []float32) {
+	src = src[:len(dst)]
+	if len(dst) >= roundMin && roundF16sFast(dst, src) {
+		return
+	}
+	for i, f := range src {
+		dst[i] = F16ToF32(F32ToF16(f))
+	}
+}
+
+// roundMin is the length from which RoundF16s calls the SIMD code.
+const roundMin = 16

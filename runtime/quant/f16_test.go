@@ -119,7 +119,15 @@ func TestF16BulkMatchesScalar(t *testing.T) {
 		F16ToF32s(gotF, halves)
 		gotH := make([]uint16, n)
 		F32ToF16s(gotH, floats)
+		gotR := make([]float32, n)
+		RoundF16s(gotR, floats)
 		setISA(old)
+		for i := range n {
+			if want := F16ToF32(F32ToF16(floats[i])); math.Float32bits(gotR[i]) != math.Float32bits(want) {
+				t.Errorf("%v: RoundF16s[%d](%g) = %#x, want %#x", isa, i, floats[i], math.Float32bits(gotR[i]), math.Float32bits(want))
+				break
+			}
+		}
 		for i := range n {
 			if want := F16ToF32(halves[i]); math.Float32bits(gotF[i]) != math.Float32bits(want) {
 				t.Errorf("%v: F16ToF32s[%d](%#04x) = %#x, want %#x", isa, i, halves[i], math.Float32bits(gotF[i]), math.Float32bits(want))

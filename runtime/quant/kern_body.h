@@ -486,86 +486,6 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 }
 #undef GMR
 
-// ---- lane GEMM for a moderate number of tokens ----
-// Tokens go along the vector lanes: x is packed once per call into panels of
-// GT = GTV*VW tokens laid out xp[k][GT]. Weights are dequantized GR rows at a
-// time into a row-major f32 tile (F32 weights are read in place). The
-// micro-kernel keeps GR x GTV vector accumulators; per k it loads GTV token
-// vectors and broadcasts GR weights. No horizontal sums and no transposition
-// of the weights; each output is written once (tokens strided by ldy).
-#define GT (GTV * VW)
-
-static inline __attribute__((always_inline)) void FN(lmicro)(const float *restrict w, long ldw, const float *restrict xp,
-							      int K, float *restrict y, long ldy, int m, int nt) {
-	FN(vf) acc[GR][GTV];
-	for (int r = 0; r < GR; r++)
-		for (int v = 0; v < GTV; v++) acc[r][v] = (FN(vf)){0};
-	for (int k = 0; k < K; k++) {
-		FN(vf) xv[GTV];
-		for (int v = 0; v < GTV; v++) xv[v] = *(const FN(vf) *)(xp + (long)k * GT + v * VW);
-		for (int r = 0; r < GR; r++) {
-			float b = w[r * ldw + k];
-			for (int v = 0; v < GTV; v++) acc[r][v] += xv[v] * b;
-		}
-	}
-	for (int r = 0; r < m; r++)
-		for (int v = 0; v < GTV; v++) {
-			float tmp[VW];
-			memcpy(tmp, &acc[r][v], sizeof tmp);
-			for (int l = 0; l < VW && v * VW + l < nt; l++) y[(long)(v * VW + l) * ldy + r] = tmp[l];
-		}
-}
-
-static int FN(lgemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
-		    long ldy) {
-	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
-	if (type != 0 && !dq) return -1;
-	int panels = (n + GT - 1) / GT;
-	float *xp = weft_scratch(0, (long)panels * GT * K);
-	float *tile = weft_scratch(1, (long)GTILE * K);
-	if (!xp || !tile) return -1;
-	for (int p = 0; p < panels; p++) {
-		float *dst = xp + (long)p * GT * K;
-		for (int t = 0; t < GT; t++) {
-			int tok = p * GT + t;
-			if (tok < n) {
-				const float *src = x + (long)tok * K;
-				for (int k = 0; k < K; k++) dst[(long)k * GT + t] = src[k];
-			} else {
-				for (int k = 0; k < K; k++) dst[(long)k * GT + t] = 0;
-			}
-		}
-	}
-	for (int r = r0; r < r1; r += GTILE) {
-		int m = r1 - r < GTILE ? r1 - r : GTILE;
-		int mp = (m + GR - 1) / GR * GR;
-		const float *wt;
-		long ldw = K;
-		if (type == 0 && m == mp) {
-			wt = (const float *)(w + (long)r * rowBytes);
-		} else {
-			for (int i = 0; i < m; i++) {
-				const uint8_t *src = w + (long)(r + i) * rowBytes;
-				if (type == 0)
-					memcpy(tile + (long)i * K, src, (size_t)K * 4);
-				else
-					dq(src, tile + (long)i * K, K);
-			}
-			memset(tile + (long)m * K, 0, (size_t)(mp - m) * K * 4);
-			wt = tile;
-		}
-		for (int p = 0; p < panels; p++) {
-			int nt = n - p * GT < GT ? n - p * GT : GT;
-			for (int g = 0; g < m; g += GR) {
-				int mg = m - g < GR ? m - g : GR;
-				FN(lmicro)(wt + (long)g * ldw, ldw, xp + (long)p * GT * K, K, y + (long)p * GT * ldy + r + g, ldy, mg, nt);
-			}
-		}
-	}
-	return 0;
-}
-#undef GT
-
 // matmul: rows [r0, r1) of y = W x for n tokens. F32 weights are used in
 // place; other types are dequantized RB rows at a time into a thread-local
 // f32 tile (row stride K), which then meets every token while it sits in
@@ -573,7 +493,6 @@ static int FN(lgemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		      long ldy) {
 	if (n >= WEFT_GEMM_BIG_N) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
-	if (n >= WEFT_GEMM_MIN_N) return FN(lgemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
 	if (type == 1) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {
@@ -618,6 +537,120 @@ static float FN(dot)(const float *a, const float *b, long n) {
 	float s = FN(hsum)((s0 + s1) + (s2 + s3));
 	for (; i < n; i++) s += a[i] * b[i];
 	return s;
+}
+
+// expv: e^x per lane, |relative error| < 2e-7 (a couple of ulps): x is
+// clamped to [-87, 88], split as n*ln2 + r (|r| <= ln2/2, Cody-Waite), e^r
+// by its degree-7 Taylor polynomial, 2^n through the exponent bits. NaN
+// lanes come back NaN.
+typedef int FN(vint) __attribute__((vector_size(VW * 4)));
+// sel: lanes of a where m is all ones, else of b.
+static inline __attribute__((always_inline)) FN(vf) FN(sel)(FN(vint) m, FN(vf) a, FN(vf) b) {
+	FN(vint) ia, ib;
+	memcpy(&ia, &a, sizeof ia);
+	memcpy(&ib, &b, sizeof ib);
+	ia = (ia & m) | (ib & ~m);
+	memcpy(&a, &ia, sizeof a);
+	return a;
+}
+static inline __attribute__((always_inline)) FN(vf) FN(expv)(FN(vf) x) {
+	const FN(vf) lo = (FN(vf)){0} - 87.0f, hi = (FN(vf)){0} + 88.0f;
+	FN(vf) c = FN(sel)(x < lo, lo, x);
+	c = FN(sel)(c > hi, hi, c);
+	const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
+	FN(vf) n = (c * 1.44269504088896341f + magic) - magic;
+	FN(vf) r = c - n * 0.693145751953125f;
+	r = r - n * 1.42860682030941723212e-6f;
+	FN(vf) p = (FN(vf)){0} + (1.0f / 5040);
+	p = p * r + (1.0f / 720);
+	p = p * r + (1.0f / 120);
+	p = p * r + (1.0f / 24);
+	p = p * r + (1.0f / 6);
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	FN(vint) e = (__builtin_convertvector(n, FN(vint)) + 127) << 23;
+	FN(vf) s;
+	memcpy(&s, &e, sizeof s);
+	FN(vf) out = p * s;
+	return FN(sel)(x != x, x, out);
+}
+
+// exps: dst[i] = e^src[i].
+static void FN(exps)(float *dst, const float *src, long n) {
+	long i = 0;
+	for (; i + VW <= n; i += VW) {
+		FN(vf) v = FN(expv)(FN(ld)(src + i));
+		memcpy(dst + i, &v, sizeof v);
+	}
+	if (i < n) {
+		float a[VW] = {0};
+		memcpy(a, src + i, (n - i) * 4);
+		FN(vf) v = FN(expv)(FN(ld)(a));
+		memcpy(dst + i, &v, (n - i) * 4);
+	}
+}
+
+// silu_mul: gate[i] = gate[i] / (1 + e^-gate[i]) * up[i].
+static void FN(silu_mul)(float *gate, const float *up, long n) {
+	long i = 0;
+	for (; i + VW <= n; i += VW) {
+		FN(vf) g = FN(ld)(gate + i);
+		FN(vf) v = g / (1.0f + FN(expv)(-g)) * FN(ld)(up + i);
+		memcpy(gate + i, &v, sizeof v);
+	}
+	if (i < n) {
+		float a[VW] = {0}, b[VW] = {0};
+		memcpy(a, gate + i, (n - i) * 4);
+		memcpy(b, up + i, (n - i) * 4);
+		FN(vf) g = FN(ld)(a);
+		FN(vf) v = g / (1.0f + FN(expv)(-g)) * FN(ld)(b);
+		memcpy(gate + i, &v, (n - i) * 4);
+	}
+}
+
+// mulvect: y[c] = sum_r x[r] * a[r*cols + c] for c < cols (y = Aᵀx, A
+// row-major rows x cols): the columns go along the vector lanes.
+static void FN(mulvect)(float *y, const float *a, const float *x, long rows, long cols) {
+	long c = 0;
+	for (; c + 4 * VW <= cols; c += 4 * VW) {
+		FN(vf) s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+		for (long r = 0; r < rows; r++) {
+			const float *ar = a + r * cols + c;
+			float xv = x[r];
+			s0 += FN(ld)(ar) * xv;
+			s1 += FN(ld)(ar + VW) * xv;
+			s2 += FN(ld)(ar + 2 * VW) * xv;
+			s3 += FN(ld)(ar + 3 * VW) * xv;
+		}
+		memcpy(y + c, &s0, sizeof s0);
+		memcpy(y + c + VW, &s1, sizeof s1);
+		memcpy(y + c + 2 * VW, &s2, sizeof s2);
+		memcpy(y + c + 3 * VW, &s3, sizeof s3);
+	}
+	for (; c + VW <= cols; c += VW) {
+		FN(vf) s0 = {0};
+		for (long r = 0; r < rows; r++) s0 += FN(ld)(a + r * cols + c) * x[r];
+		memcpy(y + c, &s0, sizeof s0);
+	}
+	for (; c < cols; c++) {
+		float s0 = 0;
+		for (long r = 0; r < rows; r++) s0 += a[r * cols + c] * x[r];
+		y[c] = s0;
+	}
+}
+
+// round_f16s: dst[i] = src[i] rounded to F16 (nearest even) and back.
+static void FN(round_f16s)(float *dst, const float *src, long n) {
+	long i = 0;
+#if defined(HAVE_F16C) && VW == 16
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(HAVE_F16C)
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+	for (; i < n; i++) dst[i] = weft_f16_to_f32(weft_f32_to_f16(src[i]));
 }
 
 static void FN(f16_to_f32s)(float *dst, const uint16_t *src, long n) {

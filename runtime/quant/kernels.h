@@ -73,19 +73,26 @@ static float *weft_scratch(int slot, long n) {
 	return weft_tls_buf[slot];
 }
 
-// Tokens from which matmul switches from the dot-product kernel to the lane
-// GEMM (tokens along the vector lanes, weights broadcast), and from that to
-// the packed GEMM (weights transposed per tile, tokens broadcast), whose
-// per-tile transposition pays off only over many tokens.
-#define WEFT_GEMM_MIN_N 24
+// Token counts: below WEFT_VNNI_MAX_N the integer kernels take the types
+// they know (AVX-512 VNNI); below WEFT_GEMM_BIG_N the dot-product kernel
+// runs; from it the packed GEMM (weights transposed per tile, tokens
+// broadcast), whose per-tile transposition pays off only over many tokens.
+// (A lane GEMM with tokens along the vector lanes measured ~40% slower than
+// the dot-product kernel at 64 and 128 tokens and was removed.)
+#define WEFT_VNNI_MAX_N 24
 #define WEFT_GEMM_BIG_N 160
 
+// WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
+// kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the
+// tokens stream past it (8 rows of 768 measured ~20% faster than 32 rows
+// for Q8_0/Q4_K at 64-128 tokens).
+#define WEFT_TILE_FLOATS 8192
+
 // weft_tile_rows: rows dequantized per tile. Few tokens: 4 rows (the tile
-// stays in L1 for the one pass). Many tokens: ~96 KiB of f32 so the tile
-// sits in L2 while every token streams past it.
+// stays in L1 for the one pass). More: WEFT_TILE_FLOATS of f32.
 static int weft_tile_rows(int K, int n) {
 	if (n <= 4) return 4;
-	int rb = 24576 / (K > 0 ? K : 1);
+	int rb = WEFT_TILE_FLOATS / (K > 0 ? K : 1);
 	if (rb < 4) rb = 4;
 	if (rb > 64) rb = 64;
 	return rb & ~3;
@@ -97,18 +104,12 @@ static int weft_tile_rows(int K, int n) {
 #define NRMAX 2
 #define GMV 2
 #define GNT 4
-#define GR 4
-#define GTV 2
-#define GTILE 64
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
-#undef GR
 #undef GMV
 #undef GNT
-#undef GTV
-#undef GTILE
 
 #if WEFT_X86
 #pragma GCC push_options
@@ -119,18 +120,12 @@ static int weft_tile_rows(int K, int n) {
 #define NRMAX 3
 #define GMV 2
 #define GNT 6
-#define GR 6
-#define GTV 2
-#define GTILE 48
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
-#undef GR
 #undef GMV
 #undef GNT
-#undef GTV
-#undef GTILE
 #pragma GCC pop_options
 
 #pragma GCC push_options
@@ -140,18 +135,12 @@ static int weft_tile_rows(int K, int n) {
 #define NRMAX 4
 #define GMV 2
 #define GNT 12
-#define GR 12
-#define GTV 2
-#define GTILE 48
 #include "kern_body.h"
 #undef SFX
 #undef VW
 #undef NRMAX
-#undef GR
 #undef GMV
 #undef GNT
-#undef GTV
-#undef GTILE
 #undef HAVE_F16C
 #pragma GCC pop_options
 #endif
@@ -165,7 +154,7 @@ enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
 // quantizes activations to 8 bits, which the tests must allow for).
 static int weft_uses_vnni(int isa, int type, int K, int n) {
 #if WEFT_X86
-	return isa == WEFT_VNNI && n < WEFT_GEMM_MIN_N && vnni_ok(type, K);
+	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && vnni_ok(type, K);
 #else
 	return 0;
 #endif
@@ -203,4 +192,36 @@ static void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n) {
 	if (isa == WEFT_AVX2) return f32_to_f16s_avx2(dst, src, n);
 #endif
 	f32_to_f16s_gen(dst, src, n);
+}
+
+static void weft_exps(int isa, float *dst, const float *src, long n) {
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return exps_avx512(dst, src, n);
+	if (isa == WEFT_AVX2) return exps_avx2(dst, src, n);
+#endif
+	exps_gen(dst, src, n);
+}
+
+static void weft_silu_mul(int isa, float *gate, const float *up, long n) {
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return silu_mul_avx512(gate, up, n);
+	if (isa == WEFT_AVX2) return silu_mul_avx2(gate, up, n);
+#endif
+	silu_mul_gen(gate, up, n);
+}
+
+static void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols) {
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return mulvect_avx512(y, a, x, rows, cols);
+	if (isa == WEFT_AVX2) return mulvect_avx2(y, a, x, rows, cols);
+#endif
+	mulvect_gen(y, a, x, rows, cols);
+}
+
+static void weft_round_f16s(int isa, float *dst, const float *src, long n) {
+#if WEFT_X86
+	if (isa >= WEFT_AVX512) return round_f16s_avx512(dst, src, n);
+	if (isa == WEFT_AVX2) return round_f16s_avx2(dst, src, n);
+#endif
+	round_f16s_gen(dst, src, n);
 }

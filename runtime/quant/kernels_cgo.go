@@ -48,3 +48,35 @@ func f32ToF16sFast(dst []uint16, src []float32) bool {
 	C.weft_f32_to_f16s(C.int(activeISA-isaC), (*C.uint16_t)(&dst[0]), (*C.float)(&src[0]), C.long(len(dst)))
 	return true
 }
+
+func expsFast(dst, src []float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_exps(C.int(activeISA-isaC), (*C.float)(&dst[0]), (*C.float)(&src[0]), C.long(len(src)))
+	return true
+}
+
+func siluMulFast(gate, up []float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_silu_mul(C.int(activeISA-isaC), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.long(len(gate)))
+	return true
+}
+
+func mulVecTFast(y, a, x []float32, rows, cols int) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_mulvect(C.int(activeISA-isaC), (*C.float)(&y[0]), (*C.float)(&a[0]), (*C.float)(&x[0]), C.long(rows), C.long(cols))
+	return true
+}
+
+func roundF16sFast(dst, src []float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_round_f16s(C.int(activeISA-isaC), (*C.float)(&dst[0]), (*C.float)(&src[0]), C.long(len(dst)))
+	return true
+}

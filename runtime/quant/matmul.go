@@ -16,27 +16,71 @@ func MatMul(y []float32, w Weight, x []float32, n int) {
 	if n == 0 || w.Rows == 0 {
 		return
 	}
-	isa := activeISA
-	cost := len(w.Data) + w.Rows*w.Cols*n/2
-	parts := min(workers(), w.Rows/16)
-	if cost < parallelMin || parts < 2 {
-		matmulRows(isa, w, rb, 0, w.Rows, x, n, y)
+	if matmulCost(w, n) < parallelMin || min(workers(), w.Rows/16) < 2 {
+		matmulRows(activeISA, w, rb, 0, w.Rows, x, n, y)
 		return
 	}
-	// Work is cut into chunks that the caller and the pool claim from a
-	// shared counter: a worker that wakes late finds nothing left rather than
-	// making the caller wait for it. Each chunk prepares (quantizes or packs)
-	// the activations again, so many-token products use one chunk per
-	// worker and few-token ones two.
-	chunks := parts
-	if n < 24 {
-		chunks = min(2*parts, w.Rows/16)
+	runJob(n, []Product{{Y: y, W: w, X: x}}, []int{rb})
+}
+
+// Product is one y = W·x of a MatMuls call (see MatMul for the layout).
+type Product struct {
+	Y []float32
+	W Weight
+	X []float32
+}
+
+// MatMuls computes several independent products over the same n tokens
+// (such as the query, key and value projections of one input) as ONE
+// parallel job: the pool is handed work once instead of once per product,
+// and the row chunks of all products are shared out together, so no worker
+// idles at the end of a small product. It panics like MatMul.
+func MatMuls(n int, ps ...Product) {
+	var rbs [8]int
+	rb := rbs[:0]
+	cost := 0
+	for _, p := range ps {
+		rb = append(rb, checkMatMul(p.Y, p.W, p.X, n))
+		cost += matmulCost(p.W, n)
 	}
-	j := &job{isa: isa, w: w, rb: rb, x: x, n: n, y: y, nchunks: chunks}
-	j.chunk = ((w.Rows+chunks-1)/chunks + 3) &^ 3
-	j.nchunks = (w.Rows + j.chunk - 1) / j.chunk
-	j.wg.Add(j.nchunks)
-	for range min(parts, j.nchunks) - 1 {
+	if n == 0 {
+		return
+	}
+	if cost < parallelMin || workers() < 2 {
+		for i, p := range ps {
+			if p.W.Rows > 0 {
+				matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, n, p.Y)
+			}
+		}
+		return
+	}
+	runJob(n, ps, rb)
+}
+
+func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
+
+// runJob splits the products into row chunks that the caller and the pool
+// claim from a shared counter: a worker that wakes late (busy machine)
+// finds nothing left rather than making the caller wait for it. Each chunk
+// prepares (quantizes or packs) the activations again, so many-token
+// products use one chunk per worker and few-token ones two.
+func runJob(n int, ps []Product, rb []int) {
+	parts := workers()
+	j := &job{isa: activeISA, n: n}
+	for i, p := range ps {
+		np := min(parts, p.W.Rows/16)
+		if n < 24 {
+			np = min(2*parts, p.W.Rows/16)
+		}
+		np = max(np, 1)
+		size := ((p.W.Rows+np-1)/np + 3) &^ 3
+		for r0 := 0; r0 < p.W.Rows; r0 += size {
+			j.chunks = append(j.chunks, chunk{p: int32(i), r0: int32(r0), r1: int32(min(r0+size, p.W.Rows))})
+		}
+	}
+	j.ps, j.rb = ps, rb
+	j.wg.Add(len(j.chunks))
+	for range min(parts, len(j.chunks)) - 1 {
 		select {
 		case poolCh <- j:
 		default: // pool busy: the caller does more itself
@@ -62,29 +106,30 @@ func checkMatMul(y []float32, w Weight, x []float32, n int) int {
 	return rb
 }
 
-// job is one MatMul call shared by the caller and the pool.
+// job is one MatMul or MatMuls call shared by the caller and the pool.
 type job struct {
-	isa     isaKind
-	w       Weight
-	rb      int
-	x       []float32
-	n       int
-	y       []float32
-	chunk   int          // rows per chunk
-	nchunks int          // number of chunks
-	next    atomic.Int32 // next unclaimed chunk
-	wg      sync.WaitGroup
+	isa    isaKind
+	n      int
+	ps     []Product
+	rb     []int // row bytes of each product's weight
+	chunks []chunk
+	next   atomic.Int32 // next unclaimed chunk
+	wg     sync.WaitGroup
 }
+
+// chunk is rows [r0, r1) of product p.
+type chunk struct{ p, r0, r1 int32 }
 
 // run claims and computes chunks until none is left.
 func (j *job) run() {
 	for {
 		c := int(j.next.Add(1)) - 1
-		if c >= j.nchunks {
+		if c >= len(j.chunks) {
 			return
 		}
-		r0 := c * j.chunk
-		matmulRows(j.isa, j.w, j.rb, r0, min(r0+j.chunk, j.w.Rows), j.x, j.n, j.y)
+		ch := j.chunks[c]
+		p := &j.ps[ch.p]
+		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.n, p.Y)
 		j.wg.Done()
 	}
 }
@@ -121,11 +166,19 @@ func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []f
 	matmulRowsC(isa, w, rb, r0, r1, x, n, y)
 }
 
+// rowPool holds matmulRowsGo's row buffers (no allocation per call).
+var rowPool = sync.Pool{New: func() any { return new([]float32) }}
+
 // matmulRowsGo is the portable Go kernel: dequantize a row, dot it with
 // every token.
 func matmulRowsGo(w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
 	K := w.Cols
-	row := make([]float32, K)
+	bp := rowPool.Get().(*[]float32)
+	defer rowPool.Put(bp)
+	if cap(*bp) < K {
+		*bp = make([]float32, K)
+	}
+	row := (*bp)[:K]
 	deq := dequantizers[w.Type]
 	for r := r0; r < r1; r++ {
 		deq(w.Data[r*rb:(r+1)*rb], row)

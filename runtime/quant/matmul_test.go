@@ -191,3 +191,38 @@ func TestMatMulPanicsOnBadShapes(t *testing.T) {
 		}()
 	}
 }
+
+// TestMatMulsMatchesMatMul checks that products computed together as one
+// job equal the same products computed one by one.
+func TestMatMulsMatchesMatMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	ws := []Weight{
+		randomWeight(rng, gguf.TypeQ8_0, 768, 768),
+		randomWeight(rng, gguf.TypeQ4_K, 256, 768),
+		randomWeight(rng, gguf.TypeF16, 100, 768),
+		randomWeight(rng, gguf.TypeF32, 3, 768),
+	}
+	for _, n := range []int{1, 5, 30} {
+		x := randomVec(rng, n*768)
+		var ps []Product
+		var want [][]float32
+		for _, w := range ws {
+			y := make([]float32, n*w.Rows)
+			MatMul(y, w, x, n)
+			want = append(want, y)
+			ps = append(ps, Product{Y: make([]float32, n*w.Rows), W: w, X: x})
+		}
+		MatMuls(n, ps...)
+		for i, p := range ps {
+			amax := 0.0
+			for _, v := range want[i] {
+				amax = max(amax, math.Abs(float64(v)))
+			}
+			for k := range p.Y {
+				if d := math.Abs(float64(p.Y[k] - want[i][k])); d > 1e-6*amax {
+					t.Fatalf("n=%d product %d (%v): y[%d] = %g, want %g", n, i, p.W.Type, k, p.Y[k], want[i][k])
+				}
+			}
+		}
+	}
+}

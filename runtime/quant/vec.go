@@ -76,7 +76,17 @@ func RMSNorm(dst, x, w []float32, eps float32) {
 }
 
 // SiLUMul computes gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g).
+// With the C kernels e^-g is a vector approximation within a few float32
+// ulps (siluMulGo is the reference).
 func SiLUMul(gate, up []float32) {
+	up = up[:len(gate)]
+	if len(gate) > 0 && siluMulFast(gate, up) {
+		return
+	}
+	siluMulGo(gate, up)
+}
+
+func siluMulGo(gate, up []float32) {
 	up = up[:len(gate)]
 	for i, g := range gate {
 		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
@@ -101,5 +111,49 @@ func Softmax(x []float32) {
 	inv := float32(1 / s)
 	for i := range x {
 		x[i] *= inv
+	}
+}
+
+// Exps sets dst[i] = e^src[i] for i < len(src) (dst may alias src). With
+// the C kernels it is a vector approximation within a few float32 ulps
+// (inputs are clamped to [-87, 88]); expsGo is the reference.
+func Exps(dst, src []float32) {
+	dst = dst[:len(src)]
+	if len(src) > 0 && expsFast(dst, src) {
+		return
+	}
+	expsGo(dst, src)
+}
+
+func expsGo(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float32(math.Exp(float64(v)))
+	}
+}
+
+// MulVecT sets y[c] = sum_r x[r] * a[r*cols+c] for c < cols: y = Aᵀx for a
+// row-major rows x cols matrix A (attention's softmax weights times V).
+func MulVecT(y, a, x []float32, rows, cols int) {
+	if rows < 0 || cols < 0 || len(a) < rows*cols || len(x) < rows || len(y) < cols {
+		panic("quant: MulVecT: short slices")
+	}
+	if cols == 0 {
+		return
+	}
+	if rows > 0 && mulVecTFast(y, a, x, rows, cols) {
+		return
+	}
+	mulVecTGo(y, a, x, rows, cols)
+}
+
+func mulVecTGo(y, a, x []float32, rows, cols int) {
+	y = y[:cols]
+	clear(y)
+	for r := range rows {
+		xv := x[r]
+		for c, v := range a[r*cols : (r+1)*cols] {
+			y[c] += xv * v
+		}
 	}
 }

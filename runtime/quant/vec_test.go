@@ -93,3 +93,81 @@ func TestRowMatchesDequantize(t *testing.T) {
 		}
 	}
 }
+
+// TestExpsAndSiLUMulMatchReference runs the vector exponential and SiLU of
+// every kernel set against the float64-based Go reference.
+func TestExpsAndSiLUMulMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var x []float32
+	for v := float32(-90); v <= 90; v += 0.37 {
+		x = append(x, v)
+	}
+	for range 1000 {
+		x = append(x, float32(rng.NormFloat64()*8))
+	}
+	x = append(x, 0, -0.0, 1e-30, -1e-30, 87, -87, 88)
+	for _, isa := range availableISAs() {
+		t.Run(isa.String(), func(t *testing.T) {
+			defer setISA(setISA(isa))
+			for _, n := range []int{1, 5, 16, 33, len(x)} {
+				got, want := make([]float32, n), make([]float32, n)
+				Exps(got, x[:n])
+				expsGo(want, x[:n])
+				for i, w := range want {
+					v := x[i]
+					switch {
+					case v < -87: // clamped: a tiny positive number
+						if got[i] < 0 || got[i] > 2e-38 {
+							t.Errorf("exp(%g) = %g, want ~0", v, got[i])
+						}
+					case v > 88:
+						if got[i] < 1.6e38 {
+							t.Errorf("exp(%g) = %g, want >= 1.6e38", v, got[i])
+						}
+					case math.Abs(float64(got[i]-w)) > 4e-7*float64(w):
+						t.Errorf("exp(%g) = %g, want %g", v, got[i], w)
+					}
+				}
+				g, up := append([]float32(nil), x[:n]...), randomVec(rng, n)
+				gw := append([]float32(nil), g...)
+				SiLUMul(g, up)
+				siluMulGo(gw, up)
+				for i := range g {
+					if d := math.Abs(float64(g[i] - gw[i])); d > 1e-6*math.Abs(float64(gw[i]))+1e-30 {
+						t.Errorf("silu(%g)*%g = %g, want %g", x[i], up[i], g[i], gw[i])
+					}
+				}
+			}
+			nan := []float32{float32(math.NaN())}
+			Exps(nan, nan)
+			if !math.IsNaN(float64(nan[0])) {
+				t.Errorf("exp(NaN) = %g", nan[0])
+			}
+		})
+	}
+}
+
+func TestMulVecTMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, isa := range availableISAs() {
+		t.Run(isa.String(), func(t *testing.T) {
+			defer setISA(setISA(isa))
+			for _, sh := range [][2]int{{1, 1}, {3, 7}, {17, 64}, {130, 64}, {5, 100}, {0, 3}} {
+				rows, cols := sh[0], sh[1]
+				a, x := randomVec(rng, rows*cols), randomVec(rng, rows)
+				got, want := randomVec(rng, cols), make([]float32, cols)
+				MulVecT(got, a, x, rows, cols)
+				for c := range want {
+					var s, bound float64
+					for r := range rows {
+						s += float64(x[r]) * float64(a[r*cols+c])
+						bound += math.Abs(float64(x[r]) * float64(a[r*cols+c]))
+					}
+					if d := math.Abs(float64(got[c]) - s); d > 1e-6*bound+1e-7 {
+						t.Errorf("%dx%d: y[%d] = %g, want %g", rows, cols, c, got[c], s)
+					}
+				}
+			}
+		})
+	}
+}
