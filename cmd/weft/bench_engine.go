@@ -30,6 +30,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	ctxLen := fs.Int("context", 64, "tokens already in each sequence's KV before decoding")
 	steps := fs.Int("steps", 16, "decode steps measured per batch size")
 	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
+	gflops := fs.Float64("gflops", 340, "arithmetic peak (GFLOP/s) for the stated compute bound (default: 2 cores x 170, this machine's measured F32 FMA GEMM rate)")
 	format := fs.String("format", "table", "table or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,10 +60,22 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer m.Close()
 	hp := m.HP
+	// weightBytes is what a decode step must read; flopsPerToken counts the
+	// matrix products (2 FLOP per weight; the embedding is a lookup).
 	var weightBytes int64
+	var flopsPerToken float64
 	for _, ti := range m.File.Tensors {
 		weightBytes += int64(len(ti.Data))
+		if len(ti.Dims) == 2 && ti.Name != "token_embd.weight" {
+			flopsPerToken += 2 * float64(ti.NumElements())
+		}
 	}
+	if _, separate := m.File.Tensor("output.weight"); !separate {
+		if emb, ok := m.File.Tensor("token_embd.weight"); ok { // tied output
+			flopsPerToken += 2 * float64(emb.NumElements())
+		}
+	}
+	computeBound := *gflops * 1e9 / flopsPerToken
 	const bs = 16
 	vocab := hp.VocabSize
 	tok := func(i int) int32 { return int32(3 + i%(vocab-3)) }
@@ -72,7 +85,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		Seqs         int     `json:"seqs"`
 		TokensPerSec float64 `json:"tokens_per_second"`
 		StepMS       float64 `json:"step_ms"`
-		BoundPerSec  float64 `json:"bound_tokens_per_second,omitempty"`
+		BoundPerSec  float64 `json:"bound_tokens_per_second"`
+		BoundKind    string  `json:"bound"` // "bandwidth" or "compute"
 	}
 	var rows []row
 
@@ -107,7 +121,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		el := time.Since(t0)
 		b.Close()
 		rows = append(rows, row{Name: fmt.Sprintf("prompt %d", *promptLen), Seqs: 1,
-			TokensPerSec: float64(reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / reps})
+			TokensPerSec: float64(reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / reps,
+			BoundPerSec: computeBound, BoundKind: "compute"})
 	}
 
 	// Decode: n sequences, each with ctxLen tokens of context, one token each per step.
@@ -156,26 +171,26 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 		}
 		b.Close()
-		bound := *bandwidth * 1e9 / float64(weightBytes) * float64(n)
+		bound, kind := *bandwidth*1e9/float64(weightBytes)*float64(n), "bandwidth"
+		if computeBound < bound {
+			bound, kind = computeBound, "compute"
+		}
 		rows = append(rows, row{Name: "decode", Seqs: n,
-			TokensPerSec: float64(n**steps) / el.Seconds(), StepMS: el.Seconds() * 1000 / float64(*steps), BoundPerSec: bound})
+			TokensPerSec: float64(n**steps) / el.Seconds(), StepMS: el.Seconds() * 1000 / float64(*steps),
+			BoundPerSec: bound, BoundKind: kind})
 	}
 
 	if *format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
 			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes,
-			"bandwidth_gbs": *bandwidth, "results": rows,
+			"bandwidth_gbs": *bandwidth, "gflops": *gflops, "flops_per_token": flopsPerToken, "results": rows,
 		})
 	}
-	fmt.Fprintf(stdout, "model %s (%s), %d weight bytes; bound = %.0f GB/s / weight bytes x seqs (weights read once per step)\n",
-		m.Name, m.TypeSummary(), weightBytes, *bandwidth)
-	fmt.Fprintf(stdout, "%-12s %6s %12s %10s %14s\n", "run", "seqs", "tokens/s", "step ms", "bandwidth bound")
+	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token\n", m.Name, m.TypeSummary(), weightBytes, flopsPerToken)
+	fmt.Fprintf(stdout, "bound = min(%.0f GB/s / weight bytes x seqs, %.0f GFLOP/s / FLOP per token)\n", *bandwidth, *gflops)
+	fmt.Fprintf(stdout, "%-12s %6s %12s %10s %12s %10s\n", "run", "seqs", "tokens/s", "step ms", "bound t/s", "of bound")
 	for _, r := range rows {
-		b := "-"
-		if r.BoundPerSec > 0 {
-			b = fmt.Sprintf("%.0f", r.BoundPerSec)
-		}
-		fmt.Fprintf(stdout, "%-12s %6d %12.1f %10.2f %14s\n", r.Name, r.Seqs, r.TokensPerSec, r.StepMS, b)
+		fmt.Fprintf(stdout, "%-12s %6d %12.1f %10.2f %12.0f %9.0f%% (%s)\n", r.Name, r.Seqs, r.TokensPerSec, r.StepMS, r.BoundPerSec, 100*r.TokensPerSec/r.BoundPerSec, r.BoundKind)
 	}
 	return nil
 }
