@@ -27,7 +27,50 @@ func instrument(source string) string {
 	b.Grow(len(source) + 256)
 	inRaw := false
 	last := 0 // source[last:] is not yet copied to b
-	i := 0
+	for i := 0; ; {
+		t, ok := nextTag(source, i)
+		if !ok {
+			break
+		}
+		i = t.next
+		if t.closer != "%}" {
+			continue
+		}
+		word := firstWord(source[t.start:t.end])
+		switch {
+		case inRaw:
+			if word == "endraw" {
+				inRaw = false
+			}
+		case word == "raw":
+			inRaw = true
+		case word == "for" || word == "macro":
+			b.WriteString(source[last:t.next])
+			b.WriteString("{% if " + stepFunc + "() %}{% endif ")
+			if t.trimRight {
+				b.WriteString("-%}")
+			} else {
+				b.WriteString("%}")
+			}
+			last = t.next
+		}
+	}
+	b.WriteString(source[last:])
+	return b.String()
+}
+
+// tag is one {{ }}, {% %} or {# #} tag found by nextTag.
+type tag struct {
+	closer     string // "}}", "%}" or "#}"
+	start, end int    // the content is source[start:end] (after a "-" trim marker)
+	next       int    // the index just past the closer
+	trimRight  bool   // the tag ends with "-" + closer
+}
+
+// nextTag finds the first complete tag at or after i, the way the engine
+// scans: "{{", "{%" and "{#" open tags and quoted strings may contain the
+// closers. ok is false when there is none; an unclosed tag ends the scan.
+func nextTag(source string, i int) (t tag, ok bool) {
 	for i+1 < len(source) {
 		if source[i] != '{' {
 			i++
@@ -49,35 +92,13 @@ func instrument(source string) string {
 		if start < len(source) && source[start] == '-' {
 			start++
 		}
-		end, next, trimRight, ok := findCloser(source, start, closer)
-		if !ok {
-			break
+		end, next, trimRight, found := findCloser(source, start, closer)
+		if !found {
+			return tag{}, false
 		}
-		i = next
-		if closer != "%}" {
-			continue
-		}
-		word := firstWord(source[start:end])
-		switch {
-		case inRaw:
-			if word == "endraw" {
-				inRaw = false
-			}
-		case word == "raw":
-			inRaw = true
-		case word == "for" || word == "macro":
-			b.WriteString(source[last:next])
-			b.WriteString("{% if " + stepFunc + "() %}{% endif ")
-			if trimRight {
-				b.WriteString("-%}")
-			} else {
-				b.WriteString("%}")
-			}
-			last = next
-		}
+		return tag{closer: closer, start: start, end: end, next: next, trimRight: trimRight}, true
 	}
-	b.WriteString(source[last:])
-	return b.String()
+	return tag{}, false
 }
 
 // findCloser finds closer from position i, skipping quoted strings unless

@@ -162,38 +162,17 @@ var mutators = map[string]bool{
 func lexTags(source string) [][]string {
 	var tags [][]string
 	inRaw := false
-	i := 0
-	for i+1 < len(source) {
-		if source[i] != '{' {
-			i++
-			continue
-		}
-		var closer string
-		switch source[i+1] {
-		case '{':
-			closer = "}}"
-		case '%':
-			closer = "%}"
-		case '#':
-			closer = "#}"
-		default:
-			i++
-			continue
-		}
-		start := i + 2
-		if start < len(source) && source[start] == '-' {
-			start++
-		}
-		end, next, _, ok := findCloser(source, start, closer)
+	for i := 0; ; {
+		t, ok := nextTag(source, i)
 		if !ok {
 			break
 		}
-		i = next
-		if closer == "#}" {
+		i = t.next
+		if t.closer == "#}" {
 			continue
 		}
-		content := source[start:end]
-		if closer == "%}" {
+		content := source[t.start:t.end]
+		if t.closer == "%}" {
 			switch w := firstWord(content); {
 			case inRaw:
 				if w == "endraw" {
