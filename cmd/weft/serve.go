@@ -466,27 +466,6 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	var m *runtime.Model
-	if c.Model == "" {
-		m, err = runtime.LoadDefault()
-		if err == nil {
-			log.Warn(runtime.DefaultModelNotice)
-		}
-	} else {
-		m, err = runtime.Load(c.Model)
-	}
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if m.TemplateErr != nil {
-		log.Warn("chat template did not compile; using the default", "err", m.TemplateErr)
-	}
-	b, why, err := newBackend(c, m, log)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
 	lis, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
@@ -498,7 +477,51 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: why, Log: log}, lis, mlis, nil)
+	return loadAndServe(ctx, c, log, lis, mlis, loadServeModel, nil)
+}
+
+// loadServeModel loads --model, or the built-in model when it is empty.
+func loadServeModel(c serveConfig, log *slog.Logger) (*runtime.Model, error) {
+	if c.Model == "" {
+		m, err := runtime.LoadDefault()
+		if err == nil {
+			log.Warn(runtime.DefaultModelNotice)
+		}
+		return m, err
+	}
+	return runtime.Load(c.Model)
+}
+
+// loadAndServe answers health NOT_SERVING on lis while load runs and the
+// backend is built, then serves the model on the same socket.
+func loadAndServe(ctx context.Context, c serveConfig, log *slog.Logger, lis, mlis net.Listener,
+	load func(serveConfig, *slog.Logger) (*runtime.Model, error), ready chan<- struct{}) error {
+	shared := shareListener(lis)
+	stopLoading := startLoadingServer(shared.view(false))
+	log.Info("loading model; health is NOT_SERVING until it is ready", "addr", lis.Addr().String(), "model", c.Model)
+	fail := func(err error) error {
+		stopLoading()
+		lis.Close()
+		if mlis != nil {
+			mlis.Close()
+		}
+		return err
+	}
+	m, err := load(c, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer m.Close()
+	if m.TemplateErr != nil {
+		log.Warn("chat template did not compile; using the default", "err", m.TemplateErr)
+	}
+	b, why, err := newBackend(c, m, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer b.Close()
+	stopLoading()
+	return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: why, Log: log}, shared.view(true), mlis, ready)
 }
 
 // runHealthcheck dials the health service and exits non-zero unless the
