@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// End to end: with one running slot and one waiting place, a third request
+// is refused at once with RESOURCE_EXHAUSTED / QUEUE_FULL and RetryInfo,
+// while the other two complete.
+func TestQueueFullEndToEnd(t *testing.T) {
+	h := newHarness(t, harnessOpts{gated: true, sched: func(c *scheduler.Config) {
+		c.MaxSeqs = 1
+		c.MaxWaiting = 1
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	a, err := h.client.Generate(ctx, textPrompt("first", 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.model.gate <- struct{}{} // one step: a is admitted and gets a token
+	if _, err := a.Recv(); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+
+	// a holds the only slot (its next step waits on the gate). Of b and c one
+	// takes the waiting place and the other must be refused at once.
+	type outcome struct {
+		name string
+		err  error
+	}
+	first := make(chan outcome, 2)
+	for _, name := range []string{"b", "c"} {
+		s, err := h.client.Generate(ctx, textPrompt(name, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := s.Recv()
+			first <- outcome{name, err}
+			for err == nil {
+				_, err = s.Recv()
+			}
+		}()
+	}
+	got := <-first
+	code, reason := errorInfo(t, got.err)
+	if code != codes.ResourceExhausted || reason != ReasonQueueFull {
+		t.Fatalf("request %s: %v (code %v, reason %q), want RESOURCE_EXHAUSTED / %s", got.name, got.err, code, reason, ReasonQueueFull)
+	}
+	var retry *errdetails.RetryInfo
+	for _, d := range status.Convert(got.err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r
+		}
+	}
+	if retry == nil || retry.GetRetryDelay().AsDuration() <= 0 {
+		t.Errorf("QUEUE_FULL without a positive RetryInfo delay: %v", retry)
+	}
+
+	h.openGate()
+	if r := collect(a); r.err != nil || r.final == nil {
+		t.Fatalf("first request did not complete: %v", r.err)
+	}
+	if other := <-first; other.err != nil {
+		t.Errorf("the waiting request %s failed: %v", other.name, other.err)
+	}
+}
