@@ -416,8 +416,10 @@ static FN(dqfn) FN(dq_for)(int type) {
 // results stored as contiguous row vectors of y.
 #define GMR (GMV * VW)
 
+// gmicro: y[t*ldy + i] (+)= sum_k wt[k*GMR + i] * xp[k*GNT + t] for i < m,
+// t < nt; acc: add to y (a later K block) instead of overwriting it.
 static inline __attribute__((always_inline)) void FN(gmicro)(const float *restrict wt, const float *restrict xp, int K,
-							      float *restrict y, long ldy, int m, int nt) {
+							      float *restrict y, long ldy, int m, int nt, int acc0) {
 	FN(vf) acc[GMV][GNT];
 	for (int v = 0; v < GMV; v++)
 		for (int t = 0; t < GNT; t++) acc[v][t] = (FN(vf)){0};
@@ -431,12 +433,17 @@ static inline __attribute__((always_inline)) void FN(gmicro)(const float *restri
 	}
 	if (m == GMR) {
 		for (int t = 0; t < nt; t++)
-			for (int v = 0; v < GMV; v++) *(FN(vfu) *)(y + t * ldy + v * VW) = acc[v][t];
+			for (int v = 0; v < GMV; v++) {
+				FN(vfu) *p = (FN(vfu) *)(y + t * ldy + v * VW);
+				FN(vf) a = acc[v][t];
+				if (acc0) a += *p;
+				*p = a;
+			}
 	} else {
 		for (int t = 0; t < nt; t++) {
 			float tmp[GMR];
 			for (int v = 0; v < GMV; v++) memcpy(tmp + v * VW, &acc[v][t], VW * 4);
-			for (int i = 0; i < m; i++) y[t * ldy + i] = tmp[i];
+			for (int i = 0; i < m; i++) y[t * ldy + i] = acc0 ? y[t * ldy + i] + tmp[i] : tmp[i];
 		}
 	}
 }
@@ -477,9 +484,15 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 		}
 		for (int i = m; i < GMR; i++)
 			for (int k = 0; k < K; k++) wt[(long)k * GMR + i] = 0;
-		for (int p = 0; p < panels; p++) {
-			int nt = n - p * GNT < GNT ? n - p * GNT : GNT;
-			FN(gmicro)(wt, xp + (long)p * GNT * K, K, y + (long)p * GNT * ldy + r, ldy, m, nt);
+		// K blocks of WEFT_GEMM_KC: the block of wt stays in L1 while
+		// every token panel passes it.
+		for (int k0 = 0; k0 < K; k0 += WEFT_GEMM_KC) {
+			int kc = K - k0 < WEFT_GEMM_KC ? K - k0 : WEFT_GEMM_KC;
+			for (int p = 0; p < panels; p++) {
+				int nt = n - p * GNT < GNT ? n - p * GNT : GNT;
+				FN(gmicro)(wt + (long)k0 * GMR, xp + (long)p * GNT * K + (long)k0 * GNT, kc,
+					   y + (long)p * GNT * ldy + r, ldy, m, nt, k0 > 0);
+			}
 		}
 	}
 	return 0;

@@ -80,7 +80,14 @@ static float *weft_scratch(int slot, long n) {
 // (A lane GEMM with tokens along the vector lanes measured ~40% slower than
 // the dot-product kernel at 64 and 128 tokens and was removed.)
 #define WEFT_VNNI_MAX_N 24
+#ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
+#endif
+// WEFT_GEMM_KC: K block of the packed GEMM (the weight tile's block,
+// GMR x KC floats, stays in L1 while the token panels pass it).
+#ifndef WEFT_GEMM_KC
+#define WEFT_GEMM_KC 128
+#endif
 
 // WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
 // kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the
