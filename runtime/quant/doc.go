@@ -40,26 +40,33 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more).
-//   - Fewer than 160 tokens, every other case: a dot-product kernel. Four
-//     rows at a time are dequantized into a thread-local float32 tile that
-//     stays in L1 (F32 weights are used in place, F16 ones converted in
-//     registers by F16C) and a register-blocked micro-kernel (4 rows x up
+//   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.
+//     Four rows at a time are dequantized into a thread-local float32 tile
+//     that stays in L1 (F32 weights are used in place, F16 ones converted
+//     in registers by F16C) and a register-blocked micro-kernel (4 rows x up
 //     to 4 tokens of vector accumulators) runs over it. The 16 (or 4)
 //     accumulators are reduced together by a shuffle-add tree (AVX-512),
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.
-//   - Many tokens (n >= 160, prompt chunks): a packed GEMM. x is packed in
-//     panels of 12 tokens as [k][token]; each 32-row weight tile is
-//     dequantized and transposed to [k][row]; the micro-kernel keeps 2 x 12
-//     zmm accumulators (32 rows x 12 tokens), loading 2 weight vectors and
-//     broadcasting 12 activations per k, and stores contiguous rows of y.
-//     The transposition costs a pass over the tile, repaid over many tokens.
+//   - Many tokens: a packed GEMM. x is packed in panels of 12 tokens as
+//     [k][token]; each 32-row weight tile is dequantized and transposed to
+//     [k][row]; the micro-kernel keeps 2 x 12 zmm accumulators (32 rows x 12
+//     tokens), loading 2 weight vectors and broadcasting 12 activations per
+//     k, over K blocks of 128 (16 KiB of the tile, which stays in L1 while
+//     every panel passes it), and adds into contiguous rows of y. In the
+//     AVX-512 build both packings transpose 16 x 16 blocks in registers,
+//     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
+//     dot kernel slows down), from 48 for quantized K = 768 rows and from
+//     96 for F16/F32; the other builds, which transpose element by element,
+//     take it from 160 tokens. (One core of a Zen 5: ~170-185 GFLOP/s from
+//     96 tokens, against 110-130 for the dot kernel at K = 2048.)
 //
-// Work is cut into row chunks claimed from an atomic counter by the caller
-// and the pool alike, so a worker that wakes late (busy machine) never
-// makes the caller wait: it finds nothing left. The thread-local tiles and
-// packed activations live as long as their OS thread (a few hundred KiB).
+// Work is cut into row chunks (two per worker below 24 tokens, four from
+// it) claimed from an atomic counter by the caller and the pool alike, so a
+// worker that wakes late (busy machine) never makes the caller wait: it
+// finds nothing left. The thread-local tiles and packed activations live
+// as long as their OS thread (a few hundred KiB).
 //
 // # Dispatch
 //

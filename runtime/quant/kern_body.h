@@ -448,6 +448,52 @@ static inline __attribute__((always_inline)) void FN(gmicro)(const float *restri
 	}
 }
 
+#if VW == 16
+// tr16 transposes the 16 x 16 block r in registers: four stages, each
+// swapping one bit of the row index with the same bit of the lane index.
+#define TR_STAGE(H, LO, HI)                                                                                          \
+	for (int i = 0; i < 16; i++)                                                                                 \
+		if (!(i & H)) {                                                                                      \
+			FN(vf) a = r[i], c = r[i + H];                                                               \
+			r[i] = __builtin_shuffle(a, c, LO);                                                          \
+			r[i + H] = __builtin_shuffle(a, c, HI);                                                      \
+		}
+static inline __attribute__((always_inline)) void FN(tr16)(FN(vf) *r) {
+	const FN(vi) l0 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+		     h0 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+		     l1 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+		     h1 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+		     l2 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+		     h2 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+		     l3 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+		     h3 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+	TR_STAGE(1, l0, h0)
+	TR_STAGE(2, l1, h1)
+	TR_STAGE(4, l2, h2)
+	TR_STAGE(8, l3, h3)
+}
+#undef TR_STAGE
+#endif
+
+// transpose writes wt[k*GMR + i] = rp[i][k] for i < m, k < K, and zeros for
+// m <= i < GMR.
+static void FN(transpose)(const float *const *rp, int m, int K, float *restrict wt) {
+	int k = 0;
+#if VW == 16
+	for (; k + 16 <= K; k += 16)
+		for (int h = 0; h < GMR; h += 16) {
+			FN(vf) r[16];
+			for (int i = 0; i < 16; i++) r[i] = h + i < m ? FN(ld)(rp[h + i] + k) : (FN(vf)){0};
+			FN(tr16)(r);
+			for (int c = 0; c < 16; c++) *(FN(vf) *)(wt + (long)(k + c) * GMR + h) = r[c];
+		}
+#endif
+	for (int i = 0; i < m; i++)
+		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = rp[i][kk];
+	for (int i = m; i < GMR; i++)
+		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = 0;
+}
+
 static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		    long ldy) {
 	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
@@ -455,43 +501,64 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 	int panels = (n + GNT - 1) / GNT;
 	float *xp = weft_scratch(0, (long)panels * GNT * K);
 	float *rows = weft_scratch(1, (long)GMR * K);
-	float *wt = weft_scratch(2, (long)GMR * K);
+	long gmax = (long)(WEFT_GEMM_GROUP / K / GMR * GMR);
+	if (gmax < GMR) gmax = GMR;
+	float *wt = weft_scratch(2, gmax * K);
 	if (!xp || !rows || !wt) return -1;
 	for (int p = 0; p < panels; p++) {
 		float *dst = xp + (long)p * GNT * K;
+		int k0 = 0;
+#if VW == 16 && GNT <= 16
+		for (; k0 + 16 <= K; k0 += 16) {
+			FN(vf) v[16];
+			for (int t = 0; t < 16; t++)
+				v[t] = t < GNT && p * GNT + t < n ? FN(ld)(x + (long)(p * GNT + t) * K + k0) : (FN(vf)){0};
+			FN(tr16)(v);
+			for (int c = 0; c < 16; c++) memcpy(dst + (long)(k0 + c) * GNT, &v[c], GNT * 4);
+		}
+#endif
 		for (int t = 0; t < GNT; t++) {
 			int tok = p * GNT + t;
 			if (tok < n) {
 				const float *src = x + (long)tok * K;
-				for (int k = 0; k < K; k++) dst[(long)k * GNT + t] = src[k];
+				for (int k = k0; k < K; k++) dst[(long)k * GNT + t] = src[k];
 			} else {
-				for (int k = 0; k < K; k++) dst[(long)k * GNT + t] = 0;
+				for (int k = k0; k < K; k++) dst[(long)k * GNT + t] = 0;
 			}
 		}
 	}
-	for (int r = r0; r < r1; r += GMR) {
-		int m = r1 - r < GMR ? r1 - r : GMR;
-		for (int i = 0; i < m; i++) {
-			const uint8_t *src = w + (long)(r + i) * rowBytes;
-			const float *row;
-			if (type == 0) {
-				row = (const float *)src;
-			} else {
-				dq(src, rows + (long)i * K, K);
-				row = rows + (long)i * K;
+	// Row groups of up to WEFT_GEMM_GROUP floats of transposed weights
+	// (several 32-row tiles): per K block, the tokens' block (n x KC)
+	// stays in L2 while every tile of the group passes it, and each tile's
+	// block (GMR x KC) stays in L1 while every token panel passes it.
+	int gr = WEFT_GEMM_GROUP / K / GMR * GMR;
+	if (gr < GMR) gr = GMR;
+	for (int g = r0; g < r1; g += gr) {
+		int ge = r1 - g < gr ? r1 - g : gr;
+		for (int r = g; r < g + ge; r += GMR) {
+			int m = g + ge - r < GMR ? g + ge - r : GMR;
+			const float *rp[GMR];
+			for (int i = 0; i < m; i++) {
+				const uint8_t *src = w + (long)(r + i) * rowBytes;
+				if (type == 0) {
+					rp[i] = (const float *)src;
+				} else {
+					dq(src, rows + (long)i * K, K);
+					rp[i] = rows + (long)i * K;
+				}
 			}
-			for (int k = 0; k < K; k++) wt[(long)k * GMR + i] = row[k];
+			FN(transpose)(rp, m, K, wt + (long)(r - g) * K);
 		}
-		for (int i = m; i < GMR; i++)
-			for (int k = 0; k < K; k++) wt[(long)k * GMR + i] = 0;
-		// K blocks of WEFT_GEMM_KC: the block of wt stays in L1 while
-		// every token panel passes it.
 		for (int k0 = 0; k0 < K; k0 += WEFT_GEMM_KC) {
 			int kc = K - k0 < WEFT_GEMM_KC ? K - k0 : WEFT_GEMM_KC;
-			for (int p = 0; p < panels; p++) {
-				int nt = n - p * GNT < GNT ? n - p * GNT : GNT;
-				FN(gmicro)(wt + (long)k0 * GMR, xp + (long)p * GNT * K + (long)k0 * GNT, kc,
-					   y + (long)p * GNT * ldy + r, ldy, m, nt, k0 > 0);
+			for (int r = g; r < g + ge; r += GMR) {
+				int m = g + ge - r < GMR ? g + ge - r : GMR;
+				const float *wk = wt + (long)(r - g) * K + (long)k0 * GMR;
+				for (int p = 0; p < panels; p++) {
+					int nt = n - p * GNT < GNT ? n - p * GNT : GNT;
+					FN(gmicro)(wk, xp + (long)p * GNT * K + (long)k0 * GNT, kc,
+						   y + (long)p * GNT * ldy + r, ldy, m, nt, k0 > 0);
+				}
 			}
 		}
 	}
@@ -505,7 +572,8 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 // L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
 static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		      long ldy) {
-	if (n >= WEFT_GEMM_BIG_N) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	if (n >= WEFT_GEMM_BIG_N || (VW == 16 && weft_gemm_pays(type, K, n)))
+		return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
 	if (type == 1) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {

@@ -77,6 +77,7 @@ static float *weft_scratch(int slot, long n) {
 // they know (AVX-512 VNNI); below WEFT_GEMM_BIG_N the dot-product kernel
 // runs; from it the packed GEMM (weights transposed per tile, tokens
 // broadcast), whose per-tile transposition pays off only over many tokens.
+// The AVX-512 build takes the GEMM earlier (weft_gemm_pays).
 // (A lane GEMM with tokens along the vector lanes measured ~40% slower than
 // the dot-product kernel at 64 and 128 tokens and was removed.)
 #define WEFT_VNNI_MAX_N 24
@@ -85,9 +86,26 @@ static float *weft_scratch(int slot, long n) {
 #endif
 // WEFT_GEMM_KC: K block of the packed GEMM (the weight tile's block,
 // GMR x KC floats, stays in L1 while the token panels pass it).
+// WEFT_GEMM_GROUP: floats of transposed weights (a group of 32-row tiles)
+// the packed GEMM prepares before its K-block loop, 1 MiB.
+#ifndef WEFT_GEMM_GROUP
+#define WEFT_GEMM_GROUP (256 << 10)
+#endif
 #ifndef WEFT_GEMM_KC
 #define WEFT_GEMM_KC 128
 #endif
+
+// weft_gemm_pays: whether the AVX-512 build (whose packing transposes in
+// registers, so costs little) takes the packed GEMM below WEFT_GEMM_BIG_N.
+// Measured on one core (Zen 5): the dot-product kernel slows down for long
+// rows (K = 2048: ~130 GFLOP/s F16, ~110 Q8_0) where the GEMM holds ~135 at
+// 24 tokens and ~170 from 96; for K = 768 the dot kernel keeps up until ~96
+// tokens for F16/F32 (no dequantization) and ~48 for the quantized types.
+static int weft_gemm_pays(int type, int K, int n) {
+	if (n < WEFT_VNNI_MAX_N) return 0;
+	if (K >= 1536) return 1;
+	return n >= ((type == 0 || type == 1) ? 96 : 48);
+}
 
 // WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
 // kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the

@@ -62,18 +62,23 @@ func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
 // runJob splits the products into row chunks that the caller and the pool
 // claim from a shared counter: a worker that wakes late (busy machine)
 // finds nothing left rather than making the caller wait for it. Each chunk
-// prepares (quantizes or packs) the activations again, so many-token
-// products use one chunk per worker and few-token ones two.
+// prepares (quantizes or packs) the activations again; that is cheap, and
+// several chunks per worker let the caller take over the share of a worker
+// that wakes late.
 func runJob(n int, ps []Product, rb []int) {
 	parts := workers()
 	j := &job{isa: activeISA, n: n}
 	for i, p := range ps {
-		np := min(parts, p.W.Rows/16)
-		if n < 24 {
-			np = min(2*parts, p.W.Rows/16)
+		// Few tokens: two chunks per worker. Many: up to four, in
+		// multiples of the GEMM's 32-row tile and of at least 192 rows
+		// (each chunk packs all tokens again: ~15% lost at 96 rows of
+		// K = 2048), so the caller can take over a late worker's share.
+		np, align := min(2*parts, p.W.Rows/16), 4
+		if n >= 24 {
+			np, align = min(4*parts, p.W.Rows/192), 32
 		}
 		np = max(np, 1)
-		size := ((p.W.Rows+np-1)/np + 3) &^ 3
+		size := ((p.W.Rows+np-1)/np + align - 1) &^ (align - 1)
 		for r0 := 0; r0 < p.W.Rows; r0 += size {
 			j.chunks = append(j.chunks, chunk{p: int32(i), r0: int32(r0), r1: int32(min(r0+size, p.W.Rows))})
 		}
