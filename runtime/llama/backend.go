@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	goruntime "runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -24,8 +22,9 @@ type CPUConfig struct {
 	NumBlocks int
 	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
 	KVType string
-	// Threads is the number of goroutines attention uses (default
-	// GOMAXPROCS). The matmuls use quant's worker pool (GOMAXPROCS).
+	// Threads is the thread count Name reports (default GOMAXPROCS).
+	// Attention and the matmuls share quant's worker pool, which has
+	// GOMAXPROCS goroutines: set GOMAXPROCS to change it.
 	Threads int
 }
 
@@ -119,7 +118,7 @@ func NewCPUBackend(m *Model, cfg CPUConfig) (*CPUBackend, error) {
 		}
 	}
 	b.thetaScale = float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
-	b.attnW = make([]attnWorker, cfg.Threads)
+	b.attnW = make([]attnWorker, max(cfg.Threads, quant.Workers()))
 	for i := range b.attnW {
 		b.attnW[i].q16 = make([]float32, hp.HeadDim)
 	}
@@ -389,7 +388,7 @@ func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // (sequence, KV head): an item gathers that head's K and V rows of the
 // sequence once into the worker's scratch (converting F16 to F32), then
 // serves every query head of its group and every token of the chunk.
-// Items are spread over the worker goroutines.
+// Items are spread over quant's worker pool.
 func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
 	hp := b.m.HP
 	nItems := len(seqs) * hp.KVHeads
@@ -407,32 +406,16 @@ func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32
 		work += len(sq.Tokens) * (sq.Pos + len(sq.Tokens))
 	}
 	work *= hp.Heads * hp.HeadDim * 2
-	var next atomic.Int64
-	run := func(w *attnWorker) {
-		for {
-			it := int(next.Add(1) - 1)
-			if it >= nItems {
-				return
-			}
-			si, g := it/hp.KVHeads, it%hp.KVHeads
-			b.attendGroup(w, layer, &seqs[si], starts[si], g, q, out)
+	if work < attnParallelMin || nItems == 1 {
+		for it := range nItems {
+			b.attendGroup(&b.attnW[0], layer, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out)
 		}
-	}
-	nw := min(len(b.attnW), nItems)
-	if nw <= 1 || work < attnParallelMin {
-		run(&b.attnW[0])
 		return
 	}
-	var wg sync.WaitGroup
-	for i := 1; i < nw; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(&b.attnW[i])
-		}()
-	}
-	run(&b.attnW[0])
-	wg.Wait()
+	quant.Parallel(nItems, func(worker, it int) {
+		si, g := it/hp.KVHeads, it%hp.KVHeads
+		b.attendGroup(&b.attnW[worker], layer, &seqs[si], starts[si], g, q, out)
+	})
 }
 
 // attnParallelMin is the attention work (multiply-adds) from which it is

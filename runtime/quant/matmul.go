@@ -2,7 +2,6 @@ package quant
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -85,13 +84,8 @@ func runJob(n int, ps []Product, rb []int) {
 	}
 	j.ps, j.rb = ps, rb
 	j.wg.Add(len(j.chunks))
-	for range min(parts, len(j.chunks)) - 1 {
-		select {
-		case poolCh <- j:
-		default: // pool busy: the caller does more itself
-		}
-	}
-	j.run()
+	post(j, min(parts, len(j.chunks))-1)
+	j.run(0)
 	j.wg.Wait()
 }
 
@@ -126,7 +120,7 @@ type job struct {
 type chunk struct{ p, r0, r1 int32 }
 
 // run claims and computes chunks until none is left.
-func (j *job) run() {
+func (j *job) run(int) {
 	for {
 		c := int(j.next.Add(1)) - 1
 		if c >= len(j.chunks) {
@@ -137,29 +131,6 @@ func (j *job) run() {
 		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.n, p.Y)
 		j.wg.Done()
 	}
-}
-
-var (
-	poolOnce sync.Once
-	poolCh   chan *job
-	poolSize int
-)
-
-// workers starts the pool on first use: GOMAXPROCS-1 goroutines that live
-// for the rest of the process (the caller is the last worker).
-func workers() int {
-	poolOnce.Do(func() {
-		poolSize = goruntime.GOMAXPROCS(0)
-		poolCh = make(chan *job, 4*poolSize)
-		for range poolSize - 1 {
-			go func() {
-				for j := range poolCh {
-					j.run()
-				}
-			}()
-		}
-	})
-	return poolSize
 }
 
 // matmulRows computes rows [r0, r1) of y for all n tokens.
