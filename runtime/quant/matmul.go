@@ -83,10 +83,10 @@ func runJob(n int, ps []Product, rb []int) {
 		}
 	}
 	j.ps, j.rb = ps, rb
-	j.wg.Add(len(j.chunks))
+	j.pend.add(len(j.chunks))
 	post(j, min(parts, len(j.chunks))-1)
 	j.run(0)
-	j.wg.Wait()
+	j.pend.wait()
 }
 
 // parallelMin is the work size (weight bytes + multiply-adds / 2) below
@@ -113,7 +113,7 @@ type job struct {
 	rb     []int // row bytes of each product's weight
 	chunks []chunk
 	next   atomic.Int32 // next unclaimed chunk
-	wg     sync.WaitGroup
+	pend   pending
 }
 
 // chunk is rows [r0, r1) of product p.
@@ -129,7 +129,7 @@ func (j *job) run(int) {
 		ch := j.chunks[c]
 		p := &j.ps[ch.p]
 		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.n, p.Y)
-		j.wg.Done()
+		j.pend.done()
 	}
 }
 

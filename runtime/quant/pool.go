@@ -22,9 +22,8 @@ var (
 // parks. A forward pass hands the pool a task every few tens of
 // microseconds; waking a parked goroutine costs a futex round trip through
 // the kernel (measured ~12 % of a single-sequence decode step under KVM),
-// while a polling worker picks a task up at once. The worker yields its P
-// between polls, so other goroutines still run, and parks after spinFor of
-// idleness, so an idle server burns no CPU.
+// while a polling worker picks a task up at once. It parks after spinFor
+// of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
 // workers starts the pool on first use: GOMAXPROCS-1 goroutines that live
@@ -45,20 +44,57 @@ func workers() int {
 }
 
 // recvTask returns the next posted task, polling for spinFor before it
-// blocks.
+// blocks. It yields its P every few polls (Gosched), so a goroutine made
+// ready on this P (the caller, a stream's sender) runs at once; yielding
+// on every poll would cost a lock and often a thread wake-up each time.
 func recvTask() task {
 	start := time.Now()
 	for i := 0; ; i++ {
-		select {
-		case t := <-poolCh:
-			return t
-		default:
+		for range 64 {
+			if len(poolCh) > 0 {
+				select {
+				case t := <-poolCh:
+					return t
+				default:
+				}
+			}
 		}
-		if i&15 == 15 && time.Since(start) > spinFor {
+		if i&7 == 7 && time.Since(start) > spinFor {
 			return <-poolCh
 		}
 		goruntime.Gosched()
 	}
+}
+
+// pending counts a task's unfinished pieces. wait polls it for a while
+// before it blocks: parking the caller until the last worker's piece ends
+// costs a futex sleep and wake-up, as much as a small product itself.
+type pending struct {
+	left atomic.Int32
+	wg   sync.WaitGroup
+}
+
+func (p *pending) add(n int) {
+	p.left.Add(int32(n))
+	p.wg.Add(n)
+}
+
+func (p *pending) done() {
+	p.left.Add(-1)
+	p.wg.Done()
+}
+
+func (p *pending) wait() {
+	start := time.Now()
+	for i := 0; p.left.Load() > 0; i++ {
+		if i&1023 == 1023 {
+			if time.Since(start) > spinFor {
+				break
+			}
+			goruntime.Gosched()
+		}
+	}
+	p.wg.Wait()
 }
 
 // post offers t to up to k workers; a full queue (pool busy) is skipped:
@@ -95,17 +131,17 @@ func Parallel(n int, fn func(worker, i int)) {
 		return
 	}
 	p := &parTask{n: int32(n), fn: fn}
-	p.wg.Add(n)
+	p.pend.add(n)
 	post(p, min(parts, n)-1)
 	p.run(0)
-	p.wg.Wait()
+	p.pend.wait()
 }
 
 type parTask struct {
 	n    int32
 	next atomic.Int32
 	fn   func(worker, i int)
-	wg   sync.WaitGroup
+	pend pending
 }
 
 func (p *parTask) run(worker int) {
@@ -115,6 +151,6 @@ func (p *parTask) run(worker int) {
 			return
 		}
 		p.fn(worker, int(i))
-		p.wg.Done()
+		p.pend.done()
 	}
 }
