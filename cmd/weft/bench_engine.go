@@ -29,6 +29,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	promptLen := fs.Int("prompt", 128, "prompt chunk length for the prompt benchmark")
 	ctxLen := fs.Int("context", 64, "tokens already in each sequence's KV before decoding")
 	steps := fs.Int("steps", 16, "decode steps measured per batch size")
+	reps := fs.Int("prompt-reps", 5, "prompt chunks measured (after one warm-up)")
 	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
 	gflops := fs.Float64("gflops", 340, "arithmetic peak (GFLOP/s) for the stated compute bound (default: 2 cores x 170, this machine's measured F32 FMA GEMM rate)")
 	format := fs.String("format", "table", "table or json")
@@ -43,8 +44,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		seqCounts = append(seqCounts, n)
 	}
-	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 {
-		return fmt.Errorf("--prompt, --steps must be >= 1 and --context >= 0")
+	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 || *reps < 1 {
+		return fmt.Errorf("--prompt, --steps, --prompt-reps must be >= 1 and --context >= 0")
 	}
 	var (
 		m   *runtime.Model
@@ -110,9 +111,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			b.Close()
 			return err
 		}
-		const reps = 3
 		t0 := time.Now()
-		for range reps {
+		for range *reps {
 			if err := b.Forward(ctx, seqs, lg); err != nil {
 				b.Close()
 				return err
@@ -121,7 +121,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		el := time.Since(t0)
 		b.Close()
 		rows = append(rows, row{Name: fmt.Sprintf("prompt %d", *promptLen), Seqs: 1,
-			TokensPerSec: float64(reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / reps,
+			TokensPerSec: float64(*reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / float64(*reps),
 			BoundPerSec: computeBound, BoundKind: "compute"})
 	}
 

@@ -91,9 +91,8 @@ type scratch struct {
 }
 
 type attnWorker struct {
-	scores []float32
-	q16    []float32
-	k, v   []float32 // one KV head's rows of the current sequence
+	k, v []float32 // one KV head's rows of the current sequence (gatherKV)
+	attn []float32 // quant.AttendF16/AttendF32 scratch
 	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed.
 	qg, sc, og, vt []float32
 }
@@ -119,9 +118,6 @@ func NewCPUBackend(m *Model, cfg CPUConfig) (*CPUBackend, error) {
 	}
 	b.thetaScale = float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
 	b.attnW = make([]attnWorker, max(cfg.Threads, quant.Workers()))
-	for i := range b.attnW {
-		b.attnW[i].q16 = make([]float32, hp.HeadDim)
-	}
 	return b, nil
 }
 
@@ -191,7 +187,7 @@ func (b *CPUBackend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, e
 	return total, nil
 }
 
-func (b *CPUBackend) grow(total, nLogits, maxPos int) {
+func (b *CPUBackend) grow(total, nLogits int) {
 	hp := b.m.HP
 	s := &b.s
 	if total > s.cap {
@@ -214,11 +210,6 @@ func (b *CPUBackend) grow(total, nLogits, maxPos int) {
 		s.lastX = make([]float32, nLogits*hp.Dim)
 		s.lastOut = make([]float32, nLogits*hp.VocabSize)
 	}
-	for i := range b.attnW {
-		if len(b.attnW[i].scores) < maxPos {
-			b.attnW[i].scores = make([]float32, max(maxPos, 2*len(b.attnW[i].scores)))
-		}
-	}
 }
 
 // Forward runs one step for a ragged batch: see batch.Backend.
@@ -228,14 +219,13 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 		return err
 	}
 	hp := b.m.HP
-	nLogits, maxPos := 0, 0
-	for i, s := range seqs {
+	nLogits := 0
+	for i := range seqs {
 		if logits[i] != nil {
 			nLogits++
 		}
-		maxPos = max(maxPos, s.Pos+len(s.Tokens))
 	}
-	b.grow(total, nLogits, maxPos)
+	b.grow(total, nLogits)
 	s := &b.s
 	D := hp.Dim
 	// Embeddings and positions.
@@ -385,9 +375,8 @@ func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 
 // attention computes softmax(q·K/sqrt(d))·V for every token and head,
 // reading each sequence's K/V through its block table. Work items are
-// (sequence, KV head): an item gathers that head's K and V rows of the
-// sequence once into the worker's scratch (converting F16 to F32), then
-// serves every query head of its group and every token of the chunk.
+// (sequence, KV head): an item serves every query head of its group and
+// every token of the chunk (see attendGroup).
 // Items are spread over quant's worker pool.
 func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
 	hp := b.m.HP
@@ -425,17 +414,46 @@ const attnParallelMin = 64 << 10
 // attendGroup computes attention for KV head g of one sequence: the query
 // heads g*r .. g*r+r-1 (r = Heads/KVHeads) of every token of the chunk.
 // Like ggml with an F16 cache, the query and the softmax weights are
-// rounded to F16 before their products with K and V.
+// rounded to F16 before their products with K and V. Short chunks read the
+// cache in place (quant.AttendF16/AttendF32, one call per token for the
+// whole group); long ones gather the head's rows and take
+// attendGroupMatMul.
 func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
 	hp := b.m.HP
-	hd, bs := hp.HeadDim, b.cfg.BlockSize
+	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
+	group := hp.Heads / hp.KVHeads
+	if len(sq.Tokens)*group >= attnMatMulMin {
+		kk, vv := b.gatherKV(w, layer, sq, g, n)
+		b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
+		return
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	off := b.kvOff(0, g, 0)
+	kv := quant.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
+		Stride: b.kvOff(1, g, 0) - off, Off: off}
+	w.attn = grow(w.attn, quant.AttendScratch(group, n, hd))
+	for j := range sq.Tokens {
+		t := tok0 + j
+		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
+		if b.f16 {
+			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, scale, w.attn)
+		} else {
+			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, w.attn)
+		}
+	}
+}
+
+// gatherKV copies head g's K and V rows of positions 0..n-1 of the sequence
+// (converted to F32) into the worker's scratch, block by block (a block's
+// rows of one head are contiguous).
+func (b *CPUBackend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n int) (kk, vv []float32) {
+	hd, bs := b.m.HP.HeadDim, b.cfg.BlockSize
 	if len(w.k) < n*hd {
 		w.k = make([]float32, max(n*hd, 2*len(w.k)))
 		w.v = make([]float32, len(w.k))
 	}
-	kk, vv := w.k[:n*hd], w.v[:n*hd]
-	// Gather block by block: a block's rows of head g are contiguous.
+	kk, vv = w.k[:n*hd], w.v[:n*hd]
 	for p0 := 0; p0 < n; p0 += bs {
 		cnt := min(bs, n-p0) * hd
 		off := b.kvOff(sq.Blocks[p0/bs], g, 0)
@@ -447,29 +465,7 @@ func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, to
 			copy(vv[p0*hd:p0*hd+cnt], b.v32[layer][off:off+cnt])
 		}
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := hp.Heads / hp.KVHeads
-	if len(sq.Tokens)*group >= attnMatMulMin {
-		b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
-		return
-	}
-	for h := g * group; h < (g+1)*group; h++ {
-		for j := range sq.Tokens {
-			p := sq.Pos + j
-			t := tok0 + j
-			qv := q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-			if b.f16 {
-				quant.RoundF16s(w.q16, qv)
-				qv = w.q16
-			}
-			np := p + 1
-			scores := w.scores[:np]
-			quant.MatMul(scores, f32Weight(kk[:np*hd], np, hd), qv, 1)
-			o := out[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-			b.softmaxRow(scores, scale)
-			quant.MulVecT(o, vv[:np*hd], scores, np, hd)
-		}
-	}
+	return kk, vv
 }
 
 // softmaxRow replaces row by softmax(row·scale) as ggml computes it:

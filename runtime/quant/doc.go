@@ -24,19 +24,46 @@
 // pay no handoff. Each worker makes one cgo call per row chunk. The pool is
 // sized from GOMAXPROCS at the first MatMul and keeps that size. MatMuls
 // runs several products of the same tokens (Q, K and V; gate and up) as one
-// job: one handoff instead of several, and their chunks shared out together.
-// (Workers that spin between jobs instead of parking were tried: on a
-// machine shared with other processes they made decoding 1.5-4x slower.)
-// Three kernels sit behind it, chosen per call:
+// job: one handoff instead of several, their chunks shared out together,
+// and the activations prepared (quantized or packed) once for all chunks
+// and all products that read the same x.
 //
-//   - Few tokens (n < 24), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512 VNNI: integer dot
-//     products, as llama.cpp does. Each token is quantized per 32 values to
-//     int8 (scale amax/127) once per call; weights are unpacked from their
-//     blocks to unsigned bytes in registers and vpdpbusd multiplies 64 pairs
-//     at a time. Block scales, and the weight offsets (the -8 of Q4_0, Q4_K
-//     mins) are applied per 4-column lane in float, the offsets against
-//     the exact float sums of the activations. Activation rounding makes
-//     these results differ from the float reference by at most
+// Idle workers poll for the next job for 300 µs before they park, and the
+// caller polls for the last chunks of its job before it blocks: a forward
+// pass hands out a job every few tens of microseconds, and parking and
+// waking threads through futexes cost a single-sequence decode step a
+// quarter of its time. Polling has a price on an oversubscribed machine:
+// with a CPU hog on one of two cores, single-sequence decode ran ~20%
+// slower than with parking (batched decode and prompts were still faster,
+// thanks to the kernels below). Yielding the core (sched_yield) while
+// polling fixed that but cost 20-30% on an idle machine under KVM, so it
+// is not done. (The first pool spun without ever yielding its P and made
+// decoding 1.5-4x slower on a shared machine; this one yields the P every
+// 64 polls, so goroutines made ready on it still run.)
+// Four kernels sit behind it, chosen per call:
+//
+//   - Q8_0 from 16 tokens, AVX-512 VNNI: an int8 GEMM with the tokens
+//     along the vector lanes (kern_vnni.h, lane_tile). Tokens are
+//     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
+//     amax/127), plus 128 so they are unsigned, and packed 16 to a panel
+//     as [block][4-column group][token][4 bytes]; one vpdpbusd then
+//     multiplies 4 columns of one weight row, broadcast straight from its
+//     block, with the same 4 columns of 16 tokens. There is no weight
+//     unpacking, transposition or horizontal sum; per block and token
+//     vector the fix-up is y += dx * (dw * I - 128 * dw * sum(w)), three
+//     operations per 8 vpdpbusd. A 4-row x 32-token tile keeps 8 integer
+//     and 8 float accumulators. Measured on synth-110m shapes with cold
+//     weights (BenchmarkMatMulCold, two threads): 270-320 GFLOP/s at 16
+//     tokens and 380-635 from 64, against 100-300 for the float paths.
+//   - Few tokens (n < 24, Q8_0 below 16), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
+//     VNNI: integer dot products, as llama.cpp does. Each token is
+//     quantized per 32 values to int8 (scale amax/127) once per job;
+//     weights are unpacked from their blocks to unsigned bytes in registers
+//     and vpdpbusd multiplies 64 pairs at a time. Block scales, and the
+//     weight offsets (the -8 of Q4_0, Q4_K mins) are applied per 4-column
+//     lane in float, the offsets against the exact float sums of the
+//     activations. Activation rounding makes these results (and the lane
+//     GEMM's) differ from the float reference by at most
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more).
@@ -50,8 +77,8 @@
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.
 //   - Many tokens: a packed GEMM. x is packed in panels of 12 tokens as
-//     [k][token]; each 32-row weight tile is dequantized and transposed to
-//     [k][row]; the micro-kernel keeps 2 x 12 zmm accumulators (32 rows x 12
+//     [k][token] (once per job); each 32-row weight tile is dequantized
+//     and transposed to [k][row] (F16 converted while transposing); the micro-kernel keeps 2 x 12 zmm accumulators (32 rows x 12
 //     tokens), loading 2 weight vectors and broadcasting 12 activations per
 //     k, over K blocks of 128 (16 KiB of the tile, which stays in L1 while
 //     every panel passes it), and adds into contiguous rows of y. In the
@@ -65,8 +92,18 @@
 // Work is cut into row chunks (two per worker below 24 tokens, four from
 // it) claimed from an atomic counter by the caller and the pool alike, so a
 // worker that wakes late (busy machine) never makes the caller wait: it
-// finds nothing left. The thread-local tiles and packed activations live
-// as long as their OS thread (a few hundred KiB).
+// finds nothing left. The thread-local tiles live as long as their OS
+// thread (a few hundred KiB); a job's prepared activations come from a
+// sync.Pool.
+//
+// # Attention
+//
+// AttendF16 and AttendF32 compute one token's attention for the query
+// heads of one KV group straight from a paged KV cache (PagedKV: the block
+// table and strides), converting F16 rows in registers: scores, ggml's
+// softmax (max, exp, float64 sum, F16 rounding of the weights for an F16
+// cache) and the weighted sum of V. The CPU backend uses them for decode
+// and short chunks.
 //
 // # Dispatch
 //

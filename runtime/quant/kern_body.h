@@ -476,35 +476,38 @@ static inline __attribute__((always_inline)) void FN(tr16)(FN(vf) *r) {
 #endif
 
 // transpose writes wt[k*GMR + i] = rp[i][k] for i < m, k < K, and zeros for
-// m <= i < GMR.
-static void FN(transpose)(const float *const *rp, int m, int K, float *restrict wt) {
+// m <= i < GMR. Rows are float32, or (WH, F16C builds) float16 converted
+// in registers.
+static inline __attribute__((always_inline)) void FN(transposet)(const void *const *rp, int m, int K, float *restrict wt,
+								  const int WH) {
 	int k = 0;
 #if VW == 16
 	for (; k + 16 <= K; k += 16)
 		for (int h = 0; h < GMR; h += 16) {
 			FN(vf) r[16];
-			for (int i = 0; i < 16; i++) r[i] = h + i < m ? FN(ld)(rp[h + i] + k) : (FN(vf)){0};
+			for (int i = 0; i < 16; i++) r[i] = h + i < m ? FN(ldw)(rp[h + i], k, WH) : (FN(vf)){0};
 			FN(tr16)(r);
 			for (int c = 0; c < 16; c++) *(FN(vf) *)(wt + (long)(k + c) * GMR + h) = r[c];
 		}
 #endif
 	for (int i = 0; i < m; i++)
-		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = rp[i][kk];
+		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = FN(wat)(rp[i], kk, WH);
 	for (int i = m; i < GMR; i++)
 		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = 0;
 }
 
-static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
-		    long ldy) {
-	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
-	if (type != 0 && !dq) return -1;
+static void FN(transpose)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 0); }
+#if defined(HAVE_F16C)
+static void FN(transposeh)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 1); }
+#endif
+
+// gemm_xp_floats: size of gemm_pack's output for n tokens of K values.
+static long FN(gemm_xp_floats)(int K, int n) { return (long)((n + GNT - 1) / GNT) * GNT * K; }
+
+// gemm_pack packs n tokens of x into panels of GNT tokens, xp[k][GNT] per
+// panel (zeros for padding tokens).
+static void FN(gemm_pack)(const float *x, int n, int K, float *xp) {
 	int panels = (n + GNT - 1) / GNT;
-	float *xp = weft_scratch(0, (long)panels * GNT * K);
-	float *rows = weft_scratch(1, (long)GMR * K);
-	long gmax = (long)(WEFT_GEMM_GROUP / K / GMR * GMR);
-	if (gmax < GMR) gmax = GMR;
-	float *wt = weft_scratch(2, gmax * K);
-	if (!xp || !rows || !wt) return -1;
 	for (int p = 0; p < panels; p++) {
 		float *dst = xp + (long)p * GNT * K;
 		int k0 = 0;
@@ -527,6 +530,27 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 			}
 		}
 	}
+}
+
+// gemm: rows [r0, r1) for n tokens; xpre is gemm_pack's output for x, or
+// NULL to pack here.
+static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *xpre,
+		    int n, float *y, long ldy) {
+	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
+	if (type != 0 && !dq) return -1;
+	int panels = (n + GNT - 1) / GNT;
+	const float *xp = xpre;
+	if (!xp) {
+		float *buf = weft_scratch(0, FN(gemm_xp_floats)(K, n));
+		if (!buf) return -1;
+		FN(gemm_pack)(x, n, K, buf);
+		xp = buf;
+	}
+	float *rows = weft_scratch(1, (long)GMR * K);
+	long gmax = (long)(WEFT_GEMM_GROUP / K / GMR * GMR);
+	if (gmax < GMR) gmax = GMR;
+	float *wt = weft_scratch(2, gmax * K);
+	if (!rows || !wt) return -1;
 	// Row groups of up to WEFT_GEMM_GROUP floats of transposed weights
 	// (several 32-row tiles): per K block, the tokens' block (n x KC)
 	// stays in L2 while every tile of the group passes it, and each tile's
@@ -537,11 +561,18 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 		int ge = r1 - g < gr ? r1 - g : gr;
 		for (int r = g; r < g + ge; r += GMR) {
 			int m = g + ge - r < GMR ? g + ge - r : GMR;
-			const float *rp[GMR];
+			const void *rp[GMR];
+#if defined(HAVE_F16C) && VW == 16
+			if (type == 1) { // F16: converted while transposing
+				for (int i = 0; i < m; i++) rp[i] = w + (long)(r + i) * rowBytes;
+				FN(transposeh)(rp, m, K, wt + (long)(r - g) * K);
+				continue;
+			}
+#endif
 			for (int i = 0; i < m; i++) {
 				const uint8_t *src = w + (long)(r + i) * rowBytes;
 				if (type == 0) {
-					rp[i] = (const float *)src;
+					rp[i] = src;
 				} else {
 					dq(src, rows + (long)i * K, K);
 					rp[i] = rows + (long)i * K;
@@ -570,10 +601,12 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 // place; other types are dequantized RB rows at a time into a thread-local
 // f32 tile (row stride K), which then meets every token while it sits in
 // L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
-static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
-		      long ldy) {
-	if (n >= WEFT_GEMM_BIG_N || (VW == 16 && weft_gemm_pays(type, K, n)))
-		return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+// uses_gemm: whether matmul takes the packed GEMM.
+static int FN(uses_gemm)(int type, int K, int n) { return n >= WEFT_GEMM_BIG_N || (VW == 16 && weft_gemm_pays(type, K, n)); }
+
+static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *xpre,
+		      int n, float *y, long ldy) {
+	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, xpre, n, y, ldy);
 #if defined(HAVE_F16C)
 	if (type == 1) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {

@@ -201,14 +201,27 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 	}
 }
 
-static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
-		       long ldy) {
+// vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
+static long vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4)); }
+
+// vnni_prep_all: vnni_prep into one buffer of vnni_prep_floats(K, n).
+static void vnni_prep_all(const float *x, int n, int K, float *scr) {
+	vnni_prep(x, n, K, (int8_t *)scr, scr + (long)n * K / 4, scr + (long)n * K / 4 + (long)n * (K / 4));
+}
+
+// matmul_vnni: rows [r0, r1) for n tokens; prep is vnni_prep_all's output
+// for x, or NULL to quantize here.
+static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *prep,
+		       int n, float *y, long ldy) {
 	int K4 = K / 4;
-	float *scr = weft_scratch(0, (long)n * (K / 4 + 2 * K4));
-	if (!scr) return -1;
+	float *scr = (float *)prep;
+	if (!scr) {
+		scr = weft_scratch(0, vnni_prep_floats(K, n));
+		if (!scr) return -1;
+		vnni_prep_all(x, n, K, scr);
+	}
 	int8_t *qx = (int8_t *)scr;
 	float *dxl = scr + (long)n * K / 4, *xs4 = dxl + (long)n * K4;
-	vnni_prep(x, n, K, qx, dxl, xs4);
 	switch (type) { // specialize vnni_rows per type
 	case 8: vnni_rows(8, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 2: vnni_rows(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
@@ -216,6 +229,160 @@ static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0,
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	default: return -1;
+	}
+	return 0;
+}
+
+// ---- int8 lane GEMM for Q8_0, many tokens ----
+// Tokens go along the vector lanes, 16 per panel, so one vpdpbusd
+// multiplies 4 columns of one weight row (a 32-bit broadcast straight from
+// the block) with the same 4 columns of 16 tokens: no weight unpacking, no
+// transposition and no horizontal sums, and a block's float fix-up (3
+// operations) is paid once per 8 vpdpbusd. The activations are quantized
+// like the row kernel's (per token and 32-column block, dx = amax/127) and
+// stored plus 128, unsigned, as vpdpbusd wants its first operand; the
+// excess 128 * sum(w) of each row block is taken off in float:
+//     y[t] += dx[t] * (dw * I - 128 * dw * sum(w))
+// where I is the block's integer dot product. Packed panel layout, per
+// 32-column block: 8 groups x 16 tokens x 4 bytes, then 16 floats dx
+// (0 for padding tokens, whose bytes are 128, so they add nothing).
+#define LANE_BLK 576
+#define LANE_MIN_N 16
+
+static long lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
+
+static void lane_prep(const float *x, int n, int K, uint8_t *out) {
+	int nb = K / 32, panels = (n + 15) / 16;
+	for (int p = 0; p < panels; p++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *dst = out + ((long)p * nb + b) * LANE_BLK;
+			float *dx = (float *)(dst + 512);
+			for (int t = 0; t < 16; t++) {
+				int tok = p * 16 + t;
+				if (tok >= n) {
+					for (int g = 0; g < 8; g++) memset(dst + g * 64 + t * 4, 128, 4);
+					dx[t] = 0;
+					continue;
+				}
+				const float *xt = x + (long)tok * K + 32 * b;
+				__m512 v0 = _mm512_loadu_ps(xt), v1 = _mm512_loadu_ps(xt + 16);
+				float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+				float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+				__m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id))));
+				__m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id))));
+				uint8_t q[32];
+				_mm_storeu_si128((__m128i *)q, _mm_xor_si128(q0, _mm_set1_epi8((char)0x80)));
+				_mm_storeu_si128((__m128i *)(q + 16), _mm_xor_si128(q1, _mm_set1_epi8((char)0x80)));
+				for (int g = 0; g < 8; g++) memcpy(dst + g * 64 + t * 4, q + 4 * g, 4);
+				dx[t] = d;
+			}
+		}
+}
+
+// lane_scales writes, for rows r0..r0+m and every block, dw (the block's
+// scale) and cw = 128 * dw * sum of its 32 quants.
+static void lane_scales(const uint8_t *w, long rowBytes, int nb, int m, float *dw, float *cw) {
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	for (int i = 0; i < m; i++)
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)b * 34;
+			// sum of signed bytes = sum of (byte ^ 0x80) as unsigned - 32*128
+			__m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), flip),
+						    _mm256_setzero_si256());
+			__m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+			int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8);
+			dw[i * nb + b] = d;
+			cw[i * nb + b] = 128.0f * d * (float)sum;
+		}
+}
+
+// lane_tile: rows [0, RM) of the tile (weights w, scales dw/cw with row
+// stride nb) times TV panels starting at xp (panel stride ps bytes);
+// writes y[t*ldy + i] for the first nt tokens.
+static inline __attribute__((always_inline)) void lane_tile(const uint8_t *w, long rowBytes, int nb, const float *dw,
+							     const float *cw, const uint8_t *xp, long ps, float *y, long ldy,
+							     int nt, const int RM, const int TV) {
+	__m512 acc[4][2];
+	for (int i = 0; i < RM; i++)
+		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512i I[4][2];
+		for (int i = 0; i < RM; i++)
+			for (int v = 0; v < TV; v++) I[i][v] = _mm512_setzero_si512();
+		const uint8_t *xb = xp + (long)b * LANE_BLK;
+		for (int g = 0; g < 8; g++) {
+			__m512i xv[2];
+			for (int v = 0; v < TV; v++) xv[v] = _mm512_loadu_si512(xb + v * ps + g * 64);
+			for (int i = 0; i < RM; i++) {
+				int32_t wq;
+				memcpy(&wq, w + (long)i * rowBytes + (long)b * 34 + 2 + 4 * g, 4);
+				__m512i wb = _mm512_set1_epi32(wq);
+				for (int v = 0; v < TV; v++) I[i][v] = _mm512_dpbusd_epi32(I[i][v], xv[v], wb);
+			}
+		}
+		for (int v = 0; v < TV; v++) {
+			__m512 dx = _mm512_loadu_ps((const float *)(xb + v * ps + 512));
+			for (int i = 0; i < RM; i++) {
+				__m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(I[i][v]), _mm512_set1_ps(dw[i * nb + b]),
+							   _mm512_set1_ps(cw[i * nb + b]));
+				acc[i][v] = _mm512_fmadd_ps(t, dx, acc[i][v]);
+			}
+		}
+	}
+	for (int v = 0; v < TV; v++) {
+		int cnt = nt - 16 * v;
+		if (cnt > 16) cnt = 16;
+		for (int i = 0; i < RM; i++) {
+			float o[16];
+			_mm512_storeu_ps(o, acc[i][v]);
+			for (int t = 0; t < cnt; t++) y[(long)(16 * v + t) * ldy + i] = o[t];
+		}
+	}
+}
+
+// matmul_lane: rows [r0, r1) of y = W x for n tokens, Q8_0 weights; xp is
+// lane_prep's packing of x, or NULL to pack here.
+static int matmul_lane(const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *xp, int n,
+		       float *y, long ldy) {
+	int nb = K / 32, panels = (n + 15) / 16;
+	long ps = (long)nb * LANE_BLK;
+	if (!xp) {
+		uint8_t *buf = (uint8_t *)weft_scratch(0, (lane_prep_bytes(K, n) + 3) / 4);
+		if (!buf) return -1;
+		lane_prep(x, n, K, buf);
+		xp = buf;
+	}
+	float *sc = weft_scratch(1, 8L * nb);
+	if (!sc) return -1;
+	float *dw = sc, *cw = sc + 4L * nb;
+	for (int r = r0; r < r1; r += 4) {
+		int m = r1 - r < 4 ? r1 - r : 4;
+		const uint8_t *wr = w + (long)r * rowBytes;
+		lane_scales(wr, rowBytes, nb, m, dw, cw);
+		for (int p = 0; p < panels; p += 2) {
+			int tv = panels - p >= 2 ? 2 : 1;
+			int nt = n - 16 * p;
+			const uint8_t *xpp = xp + (long)p * ps;
+			float *yp = y + (long)p * 16 * ldy + r;
+#define LT(RM, TV) lane_tile(wr, rowBytes, nb, dw, cw, xpp, ps, yp, ldy, nt, RM, TV)
+			if (tv == 2) {
+				switch (m) {
+				case 4: LT(4, 2); break;
+				case 3: LT(3, 2); break;
+				case 2: LT(2, 2); break;
+				default: LT(1, 2);
+				}
+			} else {
+				switch (m) {
+				case 4: LT(4, 1); break;
+				case 3: LT(3, 1); break;
+				case 2: LT(2, 1); break;
+				default: LT(1, 1);
+				}
+			}
+#undef LT
+		}
 	}
 	return 0;
 }

@@ -15,12 +15,35 @@ import (
 
 const cgoKernels = true
 
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+// matmulRowsC runs the C kernel; prep is x prepared by prepActivations
+// for this product's prepKind, or nil.
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
+	var pp unsafe.Pointer
+	if len(prep) > 0 {
+		pp = unsafe.Pointer(&prep[0])
+	}
 	rc := C.weft_matmul(C.int(isa-isaC), C.int(w.Type), (*C.uint8_t)(unsafe.Pointer(&w.Data[0])), C.long(rb),
-		C.int(w.Cols), C.int(r0), C.int(r1), (*C.float)(&x[0]), C.int(n), (*C.float)(&y[0]), C.long(w.Rows))
+		C.int(w.Cols), C.int(r0), C.int(r1), (*C.float)(&x[0]), pp, C.int(n), (*C.float)(&y[0]), C.long(w.Rows))
 	if rc != 0 {
 		panic(fmt.Sprintf("quant: C kernel failed for %v (out of memory?)", w.Type))
 	}
+}
+
+// prepKind says how the kernel for this product prepares its activations
+// (0: it uses x as is), so that a parallel job prepares them once for all
+// its row chunks; prepBytes is the buffer that needs.
+func prepKind(isa isaKind, w Weight, n int) (kind, bytes int) {
+	if isa < isaC {
+		return 0, 0
+	}
+	k := C.weft_prep_kind(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n))
+	return int(k), int(C.weft_prep_bytes(C.int(isa-isaC), k, C.int(w.Cols), C.int(n)))
+}
+
+// prepActivations writes kind's preparation of n tokens of x (cols each)
+// into out (prepKind's bytes).
+func prepActivations(isa isaKind, kind int, x []float32, n, cols int, out []byte) {
+	C.weft_prep(C.int(isa-isaC), C.int(kind), (*C.float)(&x[0]), C.int(n), C.int(cols), unsafe.Pointer(&out[0]))
 }
 
 // usesQuantizedActivations reports whether MatMul rounds x to 8 bits for

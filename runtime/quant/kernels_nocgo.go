@@ -4,7 +4,7 @@ package quant
 
 const cgoKernels = false
 
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
 	matmulRowsGo(w, rb, r0, r1, x, n, y)
 }
 
@@ -18,3 +18,7 @@ func expsFast(dst, src []float32) bool                   { return false }
 func siluMulFast(gate, up []float32) bool                { return false }
 func mulVecTFast(y, a, x []float32, rows, cols int) bool { return false }
 func roundF16sFast(dst, src []float32) bool              { return false }
+
+func prepKind(isaKind, Weight, int) (kind, bytes int) { return 0, 0 }
+
+func prepActivations(isaKind, int, []float32, int, int, []byte) {}

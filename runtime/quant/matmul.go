@@ -16,7 +16,7 @@ func MatMul(y []float32, w Weight, x []float32, n int) {
 		return
 	}
 	if matmulCost(w, n) < parallelMin || min(workers(), w.Rows/16) < 2 {
-		matmulRows(activeISA, w, rb, 0, w.Rows, x, n, y)
+		matmulRows(activeISA, w, rb, 0, w.Rows, x, nil, n, y)
 		return
 	}
 	runJob(n, []Product{{Y: y, W: w, X: x}}, []int{rb})
@@ -48,7 +48,7 @@ func MatMuls(n int, ps ...Product) {
 	if cost < parallelMin || workers() < 2 {
 		for i, p := range ps {
 			if p.W.Rows > 0 {
-				matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, n, p.Y)
+				matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, nil, n, p.Y)
 			}
 		}
 		return
@@ -60,21 +60,23 @@ func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
 
 // runJob splits the products into row chunks that the caller and the pool
 // claim from a shared counter: a worker that wakes late (busy machine)
-// finds nothing left rather than making the caller wait for it. Each chunk
-// prepares (quantizes or packs) the activations again; that is cheap, and
-// several chunks per worker let the caller take over the share of a worker
-// that wakes late.
+// finds nothing left rather than making the caller wait for it. Kernels
+// that quantize or pack the activations get them prepared here once, shared
+// by all chunks and by the products that read the same x.
 func runJob(n int, ps []Product, rb []int) {
 	parts := workers()
 	j := &job{isa: activeISA, n: n}
+	bufs := prepPool.Get().(*prepBufs)
+	defer prepPool.Put(bufs)
+	j.prep = bufs.prepare(j.isa, n, ps)
 	for i, p := range ps {
 		// Few tokens: two chunks per worker. Many: up to four, in
-		// multiples of the GEMM's 32-row tile and of at least 192 rows
-		// (each chunk packs all tokens again: ~15% lost at 96 rows of
-		// K = 2048), so the caller can take over a late worker's share.
+		// multiples of the GEMM's 32-row tile and of at least 64 rows
+		// (the tokens are prepared once, above, so a chunk costs only
+		// its call), so the caller can take over a late worker's share.
 		np, align := min(2*parts, p.W.Rows/16), 4
 		if n >= 24 {
-			np, align = min(4*parts, p.W.Rows/192), 32
+			np, align = min(4*parts, p.W.Rows/gemmChunkRows), 32
 		}
 		np = max(np, 1)
 		size := ((p.W.Rows+np-1)/np + align - 1) &^ (align - 1)
@@ -87,6 +89,59 @@ func runJob(n int, ps []Product, rb []int) {
 	post(j, min(parts, len(j.chunks))-1)
 	j.run(0)
 	j.pend.wait()
+}
+
+// prepBufs holds a job's prepared activations; reused through prepPool.
+type prepBufs struct {
+	bufs [][]byte
+	out  [][]byte
+}
+
+var prepPool = sync.Pool{New: func() any { return new(prepBufs) }}
+
+type prepDone struct {
+	x    *float32
+	kind int
+	cols int
+	buf  []byte
+}
+
+// prepare returns each product's prepared activations (nil where its kernel
+// takes x as is), preparing each distinct (x, kind) once.
+func (b *prepBufs) prepare(isa isaKind, n int, ps []Product) [][]byte {
+	b.out = b.out[:0]
+	var done [8]prepDone
+	nd, used := 0, 0
+	for _, p := range ps {
+		kind, size := prepKind(isa, p.W, n)
+		if kind == 0 || size == 0 {
+			b.out = append(b.out, nil)
+			continue
+		}
+		var buf []byte
+		for _, d := range done[:nd] {
+			if d.x == &p.X[0] && d.kind == kind && d.cols == p.W.Cols {
+				buf = d.buf
+			}
+		}
+		if buf == nil {
+			if used == len(b.bufs) {
+				b.bufs = append(b.bufs, nil)
+			}
+			if cap(b.bufs[used]) < size {
+				b.bufs[used] = make([]byte, size)
+			}
+			buf = b.bufs[used][:size]
+			used++
+			prepActivations(isa, kind, p.X, n, p.W.Cols, buf)
+			if nd < len(done) {
+				done[nd] = prepDone{x: &p.X[0], kind: kind, cols: p.W.Cols, buf: buf}
+				nd++
+			}
+		}
+		b.out = append(b.out, buf)
+	}
+	return b.out
 }
 
 // parallelMin is the work size (weight bytes + multiply-adds / 2) below
@@ -110,7 +165,8 @@ type job struct {
 	isa    isaKind
 	n      int
 	ps     []Product
-	rb     []int // row bytes of each product's weight
+	rb     []int    // row bytes of each product's weight
+	prep   [][]byte // each product's prepared activations, or nil
 	chunks []chunk
 	next   atomic.Int32 // next unclaimed chunk
 	pend   pending
@@ -128,18 +184,19 @@ func (j *job) run(int) {
 		}
 		ch := j.chunks[c]
 		p := &j.ps[ch.p]
-		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.n, p.Y)
+		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.prep[ch.p], j.n, p.Y)
 		j.pend.done()
 	}
 }
 
 // matmulRows computes rows [r0, r1) of y for all n tokens.
-func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+// prep is x prepared for this product's kernel (see prepKind) or nil.
+func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
 	if isa == isaGo || !cgoKernels {
 		matmulRowsGo(w, rb, r0, r1, x, n, y)
 		return
 	}
-	matmulRowsC(isa, w, rb, r0, r1, x, n, y)
+	matmulRowsC(isa, w, rb, r0, r1, x, prep, n, y)
 }
 
 // rowPool holds matmulRowsGo's row buffers (no allocation per call).
@@ -179,3 +236,5 @@ func matMulRef(y []float32, w Weight, x []float32, n int) {
 		}
 	}
 }
+
+var gemmChunkRows = 192

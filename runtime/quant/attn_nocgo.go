@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package quant
+
+import "unsafe"
+
+func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, scratch []float32) bool {
+	return false
+}

@@ -1,0 +1,477 @@
+// kern_attn.h: single-query attention over a paged KV cache, compiled into
+// the cgo object of attn_cgo.go. The body (the WATT_BODY part of this file)
+// is included once per instruction set under a GCC target pragma, as
+// kernels.h does with kern_body.h; Go picks the variant at run time.
+//
+// One call serves the nq query vectors of one KV head (a GQA group) at one
+// position: the scores q·K[p] read K in place (F16 converted in registers),
+// the softmax repeats ggml's order (scale, max, exp(x-max), float64 sum,
+// multiply by float32(1/sum), F16 rounding for an F16 cache), and the
+// output sum_p w[p]*V[p] reads V in place. Position p's row starts at
+// element blocks[p/bs]*stride + off + (p%bs)*hd of K and of V.
+// Everything is static: other cgo files define their own helpers.
+#ifndef WATT_BODY
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && !defined(WEFT_PORTABLE_ONLY)
+#define WATT_X86 1
+#else
+#define WATT_X86 0
+#endif
+#if WATT_X86
+#include <immintrin.h>
+#endif
+
+static inline float watt_h2f(uint16_t h) {
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 0x3ff, bits;
+	if (exp == 31) {
+		bits = sign | 0x7f800000u | mant << 13 | (mant ? 0x400000u : 0);
+	} else if (exp) {
+		bits = sign | (exp + 112) << 23 | mant << 13;
+	} else if (!mant) {
+		bits = sign;
+	} else {
+		uint32_t e = 113;
+		while (!(mant & 0x400)) {
+			mant <<= 1;
+			e--;
+		}
+		bits = sign | e << 23 | (mant & 0x3ff) << 13;
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline uint16_t watt_f2h(float f) {
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	uint16_t sign = (b >> 16) & 0x8000;
+	int32_t exp = (b >> 23) & 0xff;
+	uint32_t mant = b & 0x7fffff;
+	if (exp == 0xff) return mant ? (sign | 0x7e00 | (mant >> 13)) : (sign | 0x7c00);
+	int32_t e = exp - 127 + 15;
+	if (e >= 31) return sign | 0x7c00;
+	if (e <= 0) {
+		if (e < -10) return sign;
+		uint32_t m = mant | 0x800000, shift = 14 - e, half = m >> shift, rem = m & ((1u << shift) - 1),
+			 mid = 1u << (shift - 1);
+		if (rem > mid || (rem == mid && (half & 1))) half++;
+		return sign | half;
+	}
+	uint32_t half = (uint32_t)e << 10 | mant >> 13, rem = mant & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
+	return sign | half;
+}
+
+// ---- portable ----
+#define WATT_BODY 1
+#define SFX _gen
+#define VW 4
+#include "kern_attn.h"
+#undef SFX
+#undef VW
+
+#if WATT_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define WATT_F16C 1
+#define SFX _avx2
+#define VW 8
+#include "kern_attn.h"
+#undef SFX
+#undef VW
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#define SFX _avx512
+#define VW 16
+#include "kern_attn.h"
+#undef SFX
+#undef VW
+#undef WATT_F16C
+#pragma GCC pop_options
+#endif
+#undef WATT_BODY
+
+// ISA selectors passed from Go (activeISA - isaC).
+enum { WATT_GEN = 0, WATT_AVX2 = 1, WATT_AVX512 = 2 };
+
+// watt_attend: wh selects the F16 cache (k, v are uint16_t) or the F32 one.
+// q and out hold nq rows of hd floats; scratch holds nq*(hd+n) floats.
+static void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
+			const int32_t *blocks, long bs, long stride, long off, int hd, int n, float scale,
+			float *scratch) {
+#if WATT_X86
+	if (isa >= WATT_AVX512) {
+		if (wh) return attend_h_avx512(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+		return attend_f_avx512(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+	}
+	if (isa == WATT_AVX2) {
+		if (wh) return attend_h_avx2(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+		return attend_f_avx2(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+	}
+#endif
+	if (wh) return attend_h_gen(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+	attend_f_gen(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
+}
+
+#else // WATT_BODY: one instruction set's kernels (SFX, VW defined)
+
+#define WCAT_(a, b) a##b
+#define WCAT(a, b) WCAT_(a, b)
+#define AF(name) WCAT(name, SFX)
+#define AI inline __attribute__((always_inline))
+
+typedef float AF(avf) __attribute__((vector_size(VW * 4)));
+typedef float AF(avfu) __attribute__((vector_size(VW * 4), aligned(4), may_alias));
+typedef int AF(avi) __attribute__((vector_size(VW * 4)));
+
+static AI AF(avf) AF(ald)(const float *p) {
+	return *(const AF(avfu) *)p;
+}
+
+static AI void AF(ast)(float *p, AF(avf) x) {
+	memcpy(p, &x, sizeof x);
+}
+
+// akv loads VW elements of a K/V row at element i: float32, or (WH) float16
+// converted in registers.
+static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
+	if (WH) {
+#if defined(WATT_F16C) && VW == 16
+		return (AF(avf))_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
+#elif defined(WATT_F16C)
+		return (AF(avf))_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
+#else
+		float a[VW];
+		for (int j = 0; j < VW; j++) a[j] = watt_h2f(((const uint16_t *)base)[i + j]);
+		return AF(ald)(a);
+#endif
+	}
+	return AF(ald)((const float *)base + i);
+}
+
+static AI float AF(aat)(const void *base, long i, const int WH) {
+	return WH ? watt_h2f(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+
+static AI float AF(ahsum)(AF(avf) v) {
+	float a[VW];
+	memcpy(a, &v, sizeof a);
+#if VW >= 8
+#if VW == 16
+	for (int i = 0; i < 8; i++) a[i] += a[i + 8];
+#endif
+	for (int i = 0; i < 4; i++) a[i] += a[i + 4];
+#endif
+	return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+// asel: lanes of a where m is all ones, else of b.
+static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
+	AF(avi) ia, ib;
+	memcpy(&ia, &a, sizeof ia);
+	memcpy(&ib, &b, sizeof ib);
+	ia = (ia & m) | (ib & ~m);
+	memcpy(&a, &ia, sizeof a);
+	return a;
+}
+
+// aexp: e^x per lane, the same approximation as quant.Exps' C kernels
+// (kern_body.h expv): clamp to [-87, 88], x = n*ln2 + r, degree-7 Taylor
+// polynomial for e^r, 2^n through the exponent bits.
+static AI AF(avf) AF(aexp)(AF(avf) x) {
+	const AF(avf) lo = (AF(avf)){0} - 87.0f, hi = (AF(avf)){0} + 88.0f;
+	AF(avf) c = AF(asel)(x < lo, lo, x);
+	c = AF(asel)(c > hi, hi, c);
+	const float magic = 12582912.0f;
+	AF(avf) n = (c * 1.44269504088896341f + magic) - magic;
+	AF(avf) r = c - n * 0.693145751953125f;
+	r = r - n * 1.42860682030941723212e-6f;
+	AF(avf) p = (AF(avf)){0} + (1.0f / 5040);
+	p = p * r + (1.0f / 720);
+	p = p * r + (1.0f / 120);
+	p = p * r + (1.0f / 24);
+	p = p * r + (1.0f / 6);
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	AF(avi) e = (__builtin_convertvector(n, AF(avi)) + 127) << 23;
+	AF(avf) s;
+	memcpy(&s, &e, sizeof s);
+	return AF(asel)(x != x, x, p * s);
+}
+
+// around: x rounded to F16 (nearest even) and back, n floats.
+static AI void AF(around)(float *dst, const float *src, long n) {
+	long i = 0;
+#if defined(WATT_F16C) && VW == 16
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(WATT_F16C)
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+	for (; i < n; i++) dst[i] = watt_h2f(watt_f2h(src[i]));
+}
+
+// ared: lane r of the result is the sum of the lanes of a[r], r < VW (a
+// butterfly of shuffles: each step halves the vectors and the lanes per row;
+// a is overwritten).
+#if VW == 16
+#define WATT_M8 {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}
+#define WATT_M4 {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}
+#define WATT_M2 {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29}
+#define WATT_M1 {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
+#elif VW == 8
+#define WATT_M4 {0, 1, 2, 3, 8, 9, 10, 11}
+#define WATT_M2 {0, 1, 4, 5, 8, 9, 12, 13}
+#define WATT_M1 {0, 2, 4, 6, 8, 10, 12, 14}
+#else
+#define WATT_M2 {0, 1, 4, 5}
+#define WATT_M1 {0, 2, 4, 6}
+#endif
+#define WATT_STEP(M, H, CNT)                                                                               \
+	do {                                                                                                \
+		const AF(avi) lo = M, hi = lo + (H);                                                        \
+		for (int i = 0; i < (CNT); i++)                                                             \
+			a[i] = __builtin_shuffle(a[2 * i], a[2 * i + 1], lo) +                              \
+			       __builtin_shuffle(a[2 * i], a[2 * i + 1], hi);                               \
+	} while (0)
+static AI AF(avf) AF(ared)(AF(avf) *a) {
+#if VW == 16
+	WATT_STEP(WATT_M8, 8, 8);
+	WATT_STEP(WATT_M4, 4, 4);
+#elif VW == 8
+	WATT_STEP(WATT_M4, 4, 4);
+#endif
+	WATT_STEP(WATT_M2, 2, 2);
+	WATT_STEP(WATT_M1, 1, 1);
+	return a[0];
+}
+#undef WATT_STEP
+#undef WATT_M8
+#undef WATT_M4
+#undef WATT_M2
+#undef WATT_M1
+
+// ascoresv: s[p] = q · K[p] for one query, VW rows at a time (one
+// accumulator per row, reduced together by ared). Needs hv >= VW.
+static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
+			    long off, int hd, int hv, int n, const int WH) {
+	for (int p0 = 0; p0 < n; p0 += VW) {
+		const int cnt = n - p0 < VW ? n - p0 : VW;
+		long ro[VW];
+		long blk = p0 / bs, slot = p0 % bs;
+		for (int r = 0; r < VW; r++) { // rows past n repeat the last one
+			ro[r] = (long)blocks[blk] * stride + off + slot * hd;
+			if (r + 1 < cnt && ++slot == bs) {
+				slot = 0;
+				blk++;
+			}
+		}
+		AF(avf) a[VW];
+#pragma GCC unroll 16
+		for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
+		for (int c = 0; c < hv; c += VW) {
+			const AF(avf) qc = AF(ald)(q + c);
+#pragma GCC unroll 16
+			for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro[r] + c, WH) * qc;
+		}
+		float sv[VW];
+		AF(ast)(sv, AF(ared)(a));
+		for (int r = 0; r < cnt; r++) {
+			float x = sv[r];
+			for (int c = hv; c < hd; c++) x += AF(aat)(k, ro[r] + c, WH) * q[c];
+			s[p0 + r] = x;
+		}
+	}
+}
+
+// ascores: s[j*n + p] = q_j · K[p] for the NQ queries q + j*hd (the K row
+// is loaded once for all of them). hv = hd rounded down to VW.
+static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
+			   long off, int hd, int hv, int n, const int NQ, const int WH) {
+	for (int p0 = 0; p0 < n; p0 += bs) {
+		const long base = (long)blocks[p0 / bs] * stride + off;
+		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
+		for (int r = 0; r < cnt; r++) {
+			const long ro = base + (long)r * hd;
+			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
+			for (int c = 0; c < hv; c += VW) {
+				AF(avf) kv = AF(akv)(k, ro + c, WH);
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) a[j] += kv * AF(ald)(q + j * hd + c);
+			}
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++) {
+				float x = AF(ahsum)(a[j]);
+				for (int c = hv; c < hd; c++) x += AF(aat)(k, ro + c, WH) * q[j * hd + c];
+				s[(long)j * n + p0 + r] = x;
+			}
+		}
+	}
+}
+
+// aout: out[j*hd + c .. + NC*VW) = sum_p w[j*n + p] * V[p][c ..] for the NQ
+// queries, NC vectors of columns from c. Small tiles take rows in pairs
+// into two sets of accumulators (more independent FMA chains).
+static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
+			long off, int hd, int c, int n, const int NQ, const int NC, const int WH) {
+	AF(avf) a[4][4], b[4][4];
+#pragma GCC unroll 4
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NC; i++) a[j][i] = b[j][i] = (AF(avf)){0};
+	for (int p0 = 0; p0 < n; p0 += bs) {
+		const long base = (long)blocks[p0 / bs] * stride + off + c;
+		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
+		const float *wp = w + p0;
+		int r = 0;
+		if (NQ * NC <= 8) {
+			for (; r + 2 <= cnt; r += 2) {
+				const long ro = base + (long)r * hd;
+				AF(avf) v0[4], v1[4];
+#pragma GCC unroll 4
+				for (int i = 0; i < NC; i++) {
+					v0[i] = AF(akv)(v, ro + i * VW, WH);
+					v1[i] = AF(akv)(v, ro + hd + i * VW, WH);
+				}
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) {
+					const float x0 = wp[(long)j * n + r], x1 = wp[(long)j * n + r + 1];
+#pragma GCC unroll 4
+					for (int i = 0; i < NC; i++) {
+						a[j][i] += v0[i] * x0;
+						b[j][i] += v1[i] * x1;
+					}
+				}
+			}
+		}
+		for (; r < cnt; r++) {
+			const long ro = base + (long)r * hd;
+			AF(avf) vv[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < NC; i++) vv[i] = AF(akv)(v, ro + i * VW, WH);
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++) {
+				const float x = wp[(long)j * n + r];
+#pragma GCC unroll 4
+				for (int i = 0; i < NC; i++) a[j][i] += vv[i] * x;
+			}
+		}
+	}
+#pragma GCC unroll 4
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NC; i++) AF(ast)(out + j * hd + c + i * VW, a[j][i] + b[j][i]);
+}
+
+// asoftmax: row = softmax(row*scale) in ggml's order (see the file comment),
+// rounded to F16 when WH. The float64 sum runs in VW lanes (its rounding
+// is far below float32's).
+typedef double AF(avd) __attribute__((vector_size(VW * 8)));
+static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
+	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
+	int p = 0;
+	for (; p + VW <= n; p += VW) {
+		const AF(avf) x = AF(ald)(row + p) * scale;
+		AF(ast)(row + p, x);
+		mv = AF(asel)((x > mv) | (x != x), x, mv);
+	}
+	float mx = -__builtin_inff(), ml[VW];
+	AF(ast)(ml, mv);
+	for (int i = 0; i < VW; i++)
+		if (ml[i] > mx || ml[i] != ml[i]) mx = ml[i];
+	for (; p < n; p++) {
+		const float x = row[p] * scale;
+		row[p] = x;
+		if (x > mx || x != x) mx = x;
+	}
+	AF(avd) sd = {0};
+	for (p = 0; p + VW <= n; p += VW) {
+		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - mx);
+		AF(ast)(row + p, e);
+		sd += __builtin_convertvector(e, AF(avd));
+	}
+	double sum = 0, dl[VW];
+	memcpy(dl, &sd, sizeof dl);
+	for (int i = 0; i < VW; i++) sum += dl[i];
+	if (p < n) {
+		float a[VW] = {0};
+		memcpy(a, row + p, (n - p) * 4);
+		const AF(avf) e = AF(aexp)(AF(ald)(a) - mx);
+		memcpy(row + p, &e, (n - p) * 4);
+		for (; p < n; p++) sum += row[p];
+	}
+	const float inv = (float)(1 / sum);
+	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
+	for (; p < n; p++) row[p] *= inv;
+	if (WH) AF(around)(row, row, n);
+}
+
+static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			    long bs, long stride, long off, int hd, int n, float scale, float *scratch, const int WH) {
+	float *qs = scratch, *sc = scratch + (long)nq * hd;
+	if (WH) {
+		AF(around)(qs, q, (long)nq * hd);
+		q = qs;
+	}
+	const int hv = hd - hd % VW;
+	int j = 0;
+	if (hv > 0) {
+		for (; j < nq; j++) AF(ascoresv)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, WH);
+	}
+	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 4, WH);
+	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 2, WH);
+	for (; j < nq; j++) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 1, WH);
+	for (j = 0; j < nq; j++) AF(asoftmax)(sc + (long)j * n, n, scale, WH);
+	// Output tiles: 4 queries x 2 column vectors, or fewer queries x 4.
+	for (j = 0; j < nq;) {
+		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
+		float *o = out + (long)j * hd;
+		const float *w = sc + (long)j * n;
+		int c = 0;
+		if (m == 4) {
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 4, 1, WH);
+		} else if (m == 2) {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 2, 1, WH);
+		} else {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 1, 1, WH);
+		}
+		// Columns past the last full vector, one at a time.
+		for (; c < hd; c++) {
+			for (int i = 0; i < m; i++) {
+				float x = 0;
+				for (int p = 0; p < n; p++)
+					x += w[(long)i * n + p] *
+					     AF(aat)(v, (long)blocks[p / bs] * stride + off + (p % bs) * hd + c, WH);
+				o[i * hd + c] = x;
+			}
+		}
+		j += m;
+	}
+}
+
+static void AF(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 1);
+}
+
+static void AF(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 0);
+}
+
+#undef WCAT_
+#undef WCAT
+#undef AF
+#undef AI
+#endif // WATT_BODY
