@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // runEngineBench is `weft bench --engine`: the forward pass alone, in
@@ -31,7 +33,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	steps := fs.Int("steps", 16, "decode steps measured per batch size")
 	reps := fs.Int("prompt-reps", 5, "prompt chunks measured (after one warm-up)")
 	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
-	gflops := fs.Float64("gflops", 340, "arithmetic peak (GFLOP/s) for the stated compute bound (default: 2 cores x 170, this machine's measured F32 FMA GEMM rate)")
+	gflops := fs.Float64("gflops", 570, "float arithmetic peak (GFLOP/s) for the stated compute bound (default: this development machine's 2 cores x 285, vfmadd231ps, scripts/peak/peak.c)")
+	int8Gops := fs.Float64("int8-gops", 2220, "int8 peak (G multiply-adds x 2 per s) for Q8_0 weights on AVX-512 VNNI CPUs, whose products run as int8 dot products (default: 2 cores x 1110, vpdpbusd, scripts/peak/peak.c)")
 	format := fs.String("format", "table", "table or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,20 +66,34 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	hp := m.HP
 	// weightBytes is what a decode step must read; flopsPerToken counts the
 	// matrix products (2 FLOP per weight; the embedding is a lookup).
+	// secsPerToken is the compute bound's time per token: each product's
+	// FLOPs at the peak of the instructions its kernel uses (int8 dot
+	// products for Q8_0 on VNNI CPUs, float FMAs otherwise).
 	var weightBytes int64
-	var flopsPerToken float64
-	for _, ti := range m.File.Tensors {
+	var flopsPerToken, secsPerToken float64
+	int8 := quant.ISA() == "avx512vnni"
+	addFLOPs := func(ti *gguf.TensorInfo) {
+		f := 2 * float64(ti.NumElements())
+		flopsPerToken += f
+		if int8 && ti.Type == gguf.TypeQ8_0 {
+			secsPerToken += f / (*int8Gops * 1e9)
+		} else {
+			secsPerToken += f / (*gflops * 1e9)
+		}
+	}
+	for i := range m.File.Tensors {
+		ti := &m.File.Tensors[i]
 		weightBytes += int64(len(ti.Data))
 		if len(ti.Dims) == 2 && ti.Name != "token_embd.weight" {
-			flopsPerToken += 2 * float64(ti.NumElements())
+			addFLOPs(ti)
 		}
 	}
 	if _, separate := m.File.Tensor("output.weight"); !separate {
 		if emb, ok := m.File.Tensor("token_embd.weight"); ok { // tied output
-			flopsPerToken += 2 * float64(emb.NumElements())
+			addFLOPs(emb)
 		}
 	}
-	computeBound := *gflops * 1e9 / flopsPerToken
+	computeBound := 1 / secsPerToken
 	const bs = 16
 	vocab := hp.VocabSize
 	tok := func(i int) int32 { return int32(3 + i%(vocab-3)) }
@@ -183,11 +200,15 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
 			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes,
-			"bandwidth_gbs": *bandwidth, "gflops": *gflops, "flops_per_token": flopsPerToken, "results": rows,
+			"bandwidth_gbs": *bandwidth, "gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
 		})
 	}
 	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token\n", m.Name, m.TypeSummary(), weightBytes, flopsPerToken)
-	fmt.Fprintf(stdout, "bound = min(%.0f GB/s / weight bytes x seqs, %.0f GFLOP/s / FLOP per token)\n", *bandwidth, *gflops)
+	peak := fmt.Sprintf("%.0f GFLOP/s", *gflops)
+	if int8 {
+		peak += fmt.Sprintf(" (Q8_0 products: %.0f int8 GOPS)", *int8Gops)
+	}
+	fmt.Fprintf(stdout, "bound = min(%.0f GB/s / weight bytes x seqs, FLOP per token at %s)\n", *bandwidth, peak)
 	fmt.Fprintf(stdout, "%-12s %6s %12s %10s %12s %10s\n", "run", "seqs", "tokens/s", "step ms", "bound t/s", "of bound")
 	for _, r := range rows {
 		fmt.Fprintf(stdout, "%-12s %6d %12.1f %10.2f %12.0f %9.0f%% (%s)\n", r.Name, r.Seqs, r.TokensPerSec, r.StepMS, r.BoundPerSec, 100*r.TokensPerSec/r.BoundPerSec, r.BoundKind)
