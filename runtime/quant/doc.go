@@ -77,7 +77,7 @@
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.
 //   - Many tokens: a packed GEMM. x is packed in panels of 12 tokens as
-//     [k][token] (once per job); each 32-row weight tile is dequantized
+//     [k][token] (by each chunk); each 32-row weight tile is dequantized
 //     and transposed to [k][row] (F16 converted while transposing); the micro-kernel keeps 2 x 12 zmm accumulators (32 rows x 12
 //     tokens), loading 2 weight vectors and broadcasting 12 activations per
 //     k, over K blocks of 128 (16 KiB of the tile, which stays in L1 while

@@ -532,20 +532,15 @@ static void FN(gemm_pack)(const float *x, int n, int K, float *xp) {
 	}
 }
 
-// gemm: rows [r0, r1) for n tokens; xpre is gemm_pack's output for x, or
-// NULL to pack here.
-static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *xpre,
-		    int n, float *y, long ldy) {
+// gemm: rows [r0, r1) for n tokens.
+static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		    long ldy) {
 	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
 	if (type != 0 && !dq) return -1;
 	int panels = (n + GNT - 1) / GNT;
-	const float *xp = xpre;
-	if (!xp) {
-		float *buf = weft_scratch(0, FN(gemm_xp_floats)(K, n));
-		if (!buf) return -1;
-		FN(gemm_pack)(x, n, K, buf);
-		xp = buf;
-	}
+	float *xp = weft_scratch(0, FN(gemm_xp_floats)(K, n));
+	if (!xp) return -1;
+	FN(gemm_pack)(x, n, K, xp);
 	float *rows = weft_scratch(1, (long)GMR * K);
 	long gmax = (long)(WEFT_GEMM_GROUP / K / GMR * GMR);
 	if (gmax < GMR) gmax = GMR;
@@ -604,9 +599,9 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 // uses_gemm: whether matmul takes the packed GEMM.
 static int FN(uses_gemm)(int type, int K, int n) { return n >= WEFT_GEMM_BIG_N || (VW == 16 && weft_gemm_pays(type, K, n)); }
 
-static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *xpre,
-		      int n, float *y, long ldy) {
-	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, xpre, n, y, ldy);
+static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+		      long ldy) {
+	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
 	if (type == 1) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {

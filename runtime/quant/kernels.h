@@ -196,39 +196,33 @@ static int weft_uses_vnni(int isa, int type, int K, int n) {
 
 // Activations prepared once per product job and shared by its row chunks
 // (weft_prep_kind; 0: the kernel uses x as it is): quantized and packed in
-// lanes, quantized per row, or packed in panels for the float GEMM.
-enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_GEMM = 3 };
+// lanes, or quantized per row. (The float GEMM packs its panels per chunk,
+// on each worker: packing them once on the caller before the job measured
+// 3-5% slower for 128-token prompts, the workers waiting for it.)
+enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2 };
 
 static int weft_prep_kind(int isa, int type, int K, int n) {
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, n)) return WEFT_PREP_LANE;
 	if (weft_uses_vnni(isa, type, K, n)) return WEFT_PREP_VNNI;
-	if (isa >= WEFT_AVX512) return uses_gemm_avx512(type, K, n) ? WEFT_PREP_GEMM : WEFT_PREP_NONE;
-	if (isa == WEFT_AVX2) return uses_gemm_avx2(type, K, n) ? WEFT_PREP_GEMM : WEFT_PREP_NONE;
 #endif
-	return uses_gemm_gen(type, K, n) ? WEFT_PREP_GEMM : WEFT_PREP_NONE;
+	return WEFT_PREP_NONE;
 }
 
 // weft_prep_bytes: the buffer weft_prep needs for this kind.
-static long weft_prep_bytes(int isa, int kind, int K, int n) {
+static long weft_prep_bytes(int kind, int K, int n) {
 #if WEFT_X86
 	if (kind == WEFT_PREP_LANE) return lane_prep_bytes(K, n);
 	if (kind == WEFT_PREP_VNNI) return vnni_prep_floats(K, n) * 4;
-	if (kind == WEFT_PREP_GEMM && isa >= WEFT_AVX512) return gemm_xp_floats_avx512(K, n) * 4;
-	if (kind == WEFT_PREP_GEMM && isa == WEFT_AVX2) return gemm_xp_floats_avx2(K, n) * 4;
 #endif
-	if (kind == WEFT_PREP_GEMM) return gemm_xp_floats_gen(K, n) * 4;
 	return 0;
 }
 
-static void weft_prep(int isa, int kind, const float *x, int n, int K, void *out) {
+static void weft_prep(int kind, const float *x, int n, int K, void *out) {
 #if WEFT_X86
-	if (kind == WEFT_PREP_LANE) return lane_prep(x, n, K, (uint8_t *)out);
-	if (kind == WEFT_PREP_VNNI) return vnni_prep_all(x, n, K, (float *)out);
-	if (kind == WEFT_PREP_GEMM && isa >= WEFT_AVX512) return gemm_pack_avx512(x, n, K, (float *)out);
-	if (kind == WEFT_PREP_GEMM && isa == WEFT_AVX2) return gemm_pack_avx2(x, n, K, (float *)out);
+	if (kind == WEFT_PREP_LANE) lane_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_VNNI) vnni_prep_all(x, n, K, (float *)out);
 #endif
-	if (kind == WEFT_PREP_GEMM) gemm_pack_gen(x, n, K, (float *)out);
 }
 
 // weft_matmul: rows [r0, r1) of y = W x for n tokens. prep is weft_prep's
@@ -238,10 +232,10 @@ static int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, n)) return matmul_lane(w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	if (weft_uses_vnni(isa, type, K, n)) return matmul_vnni(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
-	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
-	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
+	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #endif
-	return matmul_gen(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
+	return matmul_gen(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 }
 
 static float weft_dot(int isa, const float *a, const float *b, long n) {

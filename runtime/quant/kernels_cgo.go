@@ -37,13 +37,13 @@ func prepKind(isa isaKind, w Weight, n int) (kind, bytes int) {
 		return 0, 0
 	}
 	k := C.weft_prep_kind(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n))
-	return int(k), int(C.weft_prep_bytes(C.int(isa-isaC), k, C.int(w.Cols), C.int(n)))
+	return int(k), int(C.weft_prep_bytes(k, C.int(w.Cols), C.int(n)))
 }
 
 // prepActivations writes kind's preparation of n tokens of x (cols each)
 // into out (prepKind's bytes).
-func prepActivations(isa isaKind, kind int, x []float32, n, cols int, out []byte) {
-	C.weft_prep(C.int(isa-isaC), C.int(kind), (*C.float)(&x[0]), C.int(n), C.int(cols), unsafe.Pointer(&out[0]))
+func prepActivations(kind int, x []float32, n, cols int, out []byte) {
+	C.weft_prep(C.int(kind), (*C.float)(&x[0]), C.int(n), C.int(cols), unsafe.Pointer(&out[0]))
 }
 
 // usesQuantizedActivations reports whether MatMul rounds x to 8 bits for

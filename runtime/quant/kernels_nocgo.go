@@ -21,4 +21,4 @@ func roundF16sFast(dst, src []float32) bool              { return false }
 
 func prepKind(isaKind, Weight, int) (kind, bytes int) { return 0, 0 }
 
-func prepActivations(isaKind, int, []float32, int, int, []byte) {}
+func prepActivations(int, []float32, int, int, []byte) {}
