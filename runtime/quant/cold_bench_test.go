@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench 'MatMulCold' -benchtime=100x ./runtime/quant/
 func BenchmarkMatMulCold(b *testing.B) {
-	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0} {
+	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K} {
 		for _, sh := range []struct{ rows, cols int }{{768, 768}, {2048, 768}, {768, 2048}} {
 			rng := rand.New(rand.NewPCG(5, 6))
 			ws := make([]Weight, 24)

@@ -42,20 +42,23 @@
 // 64 polls, so goroutines made ready on it still run.)
 // Four kernels sit behind it, chosen per call:
 //
-//   - Q8_0 from 16 tokens, AVX-512 VNNI: an int8 GEMM with the tokens
-//     along the vector lanes (kern_vnni.h, lane_tile). Tokens are
+//   - Q8_0 and Q4_K from 16 tokens, AVX-512 VNNI: an int8 GEMM with the
+//     tokens along the vector lanes (kern_vnni.h, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127), plus 128 so they are unsigned, and packed 16 to a panel
 //     as [block][4-column group][token][4 bytes]; one vpdpbusd then
-//     multiplies 4 columns of one weight row, broadcast straight from its
-//     block, with the same 4 columns of 16 tokens. There is no weight
-//     unpacking, transposition or horizontal sum; per block and token
-//     vector the fix-up is y += dx * (dw * I - 128 * dw * sum(w)), three
-//     operations per 8 vpdpbusd. A 4-row x 32-token tile keeps 8 integer
-//     and 8 float accumulators. Measured on synth-110m shapes with cold
-//     weights (BenchmarkMatMulCold, two threads): 270-320 GFLOP/s at 16
-//     tokens and 380-635 from 64, against 100-300 for the float paths.
-//   - Few tokens (n < 24, Q8_0 below 16), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
+//     multiplies 4 columns of one weight row, broadcast from its quants,
+//     with the same 4 columns of 16 tokens. There is no transposition or
+//     horizontal sum; per block and token vector the fix-up is
+//     y += dx * (dw * I - 128 * dw * sum(q)) (Q4_K also takes off its
+//     sub-block min times the token's block sum), 3-4 operations per 8
+//     vpdpbusd. Q8_0 quants are read in place; Q4_K rows are unpacked to
+//     bytes once per 4-row tile, for all tokens. A 4-row x 32-token tile
+//     keeps 8 integer and 8 float accumulators. Two threads, synth-110m
+//     shapes: Q8_0 270-320 GFLOP/s at 16 tokens and 380-635 from 64 with
+//     cold weights (BenchmarkMatMulCold), Q4_K 190-290 at 16 and 270-670
+//     from 64 (BenchmarkMatMul), against 60-300 for the float paths.
+//   - Few tokens (n < 24; Q8_0, Q4_K below 16), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
 //     VNNI: integer dot products, as llama.cpp does. Each token is
 //     quantized per 32 values to int8 (scale amax/127) once per job;
 //     weights are unpacked from their blocks to unsigned bytes in registers

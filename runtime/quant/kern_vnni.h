@@ -233,20 +233,25 @@ static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0,
 	return 0;
 }
 
-// ---- int8 lane GEMM for Q8_0, many tokens ----
+// ---- int8 lane GEMM for Q8_0 and Q4_K, many tokens ----
 // Tokens go along the vector lanes, 16 per panel, so one vpdpbusd
-// multiplies 4 columns of one weight row (a 32-bit broadcast straight from
-// the block) with the same 4 columns of 16 tokens: no weight unpacking, no
-// transposition and no horizontal sums, and a block's float fix-up (3
-// operations) is paid once per 8 vpdpbusd. The activations are quantized
-// like the row kernel's (per token and 32-column block, dx = amax/127) and
-// stored plus 128, unsigned, as vpdpbusd wants its first operand; the
-// excess 128 * sum(w) of each row block is taken off in float:
-//     y[t] += dx[t] * (dw * I - 128 * dw * sum(w))
-// where I is the block's integer dot product. Packed panel layout, per
-// 32-column block: 8 groups x 16 tokens x 4 bytes, then 16 floats dx
-// (0 for padding tokens, whose bytes are 128, so they add nothing).
-#define LANE_BLK 576
+// multiplies 4 columns of one weight row (a 32-bit broadcast of its int8
+// quants) with the same 4 columns of 16 tokens: no horizontal sums, and a
+// block's float fix-up (3-4 operations) is paid once per 8 vpdpbusd. The
+// activations are quantized like the row kernel's (per token and
+// 32-column block, dx = amax/127) and stored plus 128, unsigned, as
+// vpdpbusd wants its first operand; the excess 128 * sum(q) of each row
+// block is taken off in float. With I the block's integer dot product and
+// S the token's sum of quantized activations over the block:
+//     Q8_0: y[t] += dx[t] * (dw * I - 128 * dw * sum(q))
+//     Q4_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
+// (ds = d * scale, dm = dmin * min of the 32-column sub-block). Q8_0
+// quants are read in place from their blocks; Q4_K rows are unpacked to
+// bytes (and their scales decoded) once per 4-row tile, for all tokens.
+// Packed panel layout, per 32-column block: 8 groups x 16 tokens x 4
+// bytes, then 16 floats dx and 16 floats S (0 for padding tokens, whose
+// bytes are 128, so they add nothing).
+#define LANE_BLK 640
 #define LANE_MIN_N 16
 
 static long lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
@@ -256,53 +261,96 @@ static void lane_prep(const float *x, int n, int K, uint8_t *out) {
 	for (int p = 0; p < panels; p++)
 		for (int b = 0; b < nb; b++) {
 			uint8_t *dst = out + ((long)p * nb + b) * LANE_BLK;
-			float *dx = (float *)(dst + 512);
+			float *dx = (float *)(dst + 512), *sx = dx + 16;
 			for (int t = 0; t < 16; t++) {
 				int tok = p * 16 + t;
 				if (tok >= n) {
 					for (int g = 0; g < 8; g++) memset(dst + g * 64 + t * 4, 128, 4);
-					dx[t] = 0;
+					dx[t] = sx[t] = 0;
 					continue;
 				}
 				const float *xt = x + (long)tok * K + 32 * b;
 				__m512 v0 = _mm512_loadu_ps(xt), v1 = _mm512_loadu_ps(xt + 16);
 				float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
 				float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-				__m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id))));
-				__m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id))));
+				__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+				__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+				__m128i q0 = _mm512_cvtsepi32_epi8(i0), q1 = _mm512_cvtsepi32_epi8(i1);
+				// the sum of the int8 values as stored (saturation included)
+				int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(q0), _mm512_cvtepi8_epi32(q1)));
 				uint8_t q[32];
 				_mm_storeu_si128((__m128i *)q, _mm_xor_si128(q0, _mm_set1_epi8((char)0x80)));
 				_mm_storeu_si128((__m128i *)(q + 16), _mm_xor_si128(q1, _mm_set1_epi8((char)0x80)));
 				for (int g = 0; g < 8; g++) memcpy(dst + g * 64 + t * 4, q + 4 * g, 4);
 				dx[t] = d;
+				sx[t] = (float)sum;
 			}
 		}
 }
 
-// lane_scales writes, for rows r0..r0+m and every block, dw (the block's
-// scale) and cw = 128 * dw * sum of its 32 quants.
-static void lane_scales(const uint8_t *w, long rowBytes, int nb, int m, float *dw, float *cw) {
+// lane_sum32 is the sum of 32 bytes taken as unsigned.
+static inline __attribute__((always_inline)) int lane_sum32(__m256i v) {
+	__m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+	__m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+}
+
+// lane_scales_q8 writes, for rows 0..m of w and every block, dw (the
+// block's scale) and cw = 128 * dw * sum of its 32 quants.
+static void lane_scales_q8(const uint8_t *w, long rowBytes, int nb, int m, float *dw, float *cw) {
 	const __m256i flip = _mm256_set1_epi8((char)0x80);
 	for (int i = 0; i < m; i++)
 		for (int b = 0; b < nb; b++) {
 			const uint8_t *blk = w + (long)i * rowBytes + (long)b * 34;
 			// sum of signed bytes = sum of (byte ^ 0x80) as unsigned - 32*128
-			__m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), flip),
-						    _mm256_setzero_si256());
-			__m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-			int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+			int sum = lane_sum32(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), flip)) - 32 * 128;
 			float d = _cvtsh_ss(blk[0] | blk[1] << 8);
 			dw[i * nb + b] = d;
 			cw[i * nb + b] = 128.0f * d * (float)sum;
 		}
 }
 
-// lane_tile: rows [0, RM) of the tile (weights w, scales dw/cw with row
-// stride nb) times TV panels starting at xp (panel stride ps bytes);
-// writes y[t*ldy + i] for the first nt tokens.
-static inline __attribute__((always_inline)) void lane_tile(const uint8_t *w, long rowBytes, int nb, const float *dw,
-							     const float *cw, const uint8_t *xp, long ps, float *y, long ldy,
-							     int nt, const int RM, const int TV) {
+// lane_unpack_q4k unpacks rows 0..m of Q4_K weights: the quants of row i,
+// block b (32 columns) to q[(i*nb + b)*32 ..] (bytes 0..15), and ds, cw =
+// 128 * ds * sum(q), dm per row and block.
+static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	for (int i = 0; i < m; i++)
+		for (int sb = 0; sb < nb / 8; sb++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 144, *sc = blk + 4, *qs = blk + 16;
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8), dmin = _cvtsh_ss(blk[2] | blk[3] << 8);
+			for (int c = 0; c < 4; c++) {
+				__m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+				__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+				for (int h = 0; h < 2; h++) {
+					int j = 2 * c + h, b = sb * 8 + j;
+					__m256i qq = h ? hi : lo;
+					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), qq);
+					int s6, m6;
+					if (j < 4) {
+						s6 = sc[j] & 63;
+						m6 = sc[j + 4] & 63;
+					} else {
+						s6 = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
+						m6 = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+					}
+					float dsc = d * (float)s6;
+					ds[i * nb + b] = dsc;
+					cw[i * nb + b] = 128.0f * dsc * (float)lane_sum32(qq);
+					dm[i * nb + b] = dmin * (float)m6;
+				}
+			}
+		}
+}
+
+// lane_tile: rows [0, RM) of the tile times TV panels starting at xp (panel
+// stride ps bytes); writes y[t*ldy + i] for the first nt tokens. Row i's
+// block b quants are at wq + i*wrs + b*wbs; ds/cw/dm are per row and block
+// (row stride nb); MINS adds the Q4_K min term.
+static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, long wrs, long wbs, int nb, const float *ds,
+							     const float *cw, const float *dm, const uint8_t *xp, long ps,
+							     float *y, long ldy, int nt, const int RM, const int TV,
+							     const int MINS) {
 	__m512 acc[4][2];
 	for (int i = 0; i < RM; i++)
 		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
@@ -315,17 +363,19 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *w, lo
 			__m512i xv[2];
 			for (int v = 0; v < TV; v++) xv[v] = _mm512_loadu_si512(xb + v * ps + g * 64);
 			for (int i = 0; i < RM; i++) {
-				int32_t wq;
-				memcpy(&wq, w + (long)i * rowBytes + (long)b * 34 + 2 + 4 * g, 4);
-				__m512i wb = _mm512_set1_epi32(wq);
+				int32_t w4;
+				memcpy(&w4, wq + (long)i * wrs + (long)b * wbs + 4 * g, 4);
+				__m512i wb = _mm512_set1_epi32(w4);
 				for (int v = 0; v < TV; v++) I[i][v] = _mm512_dpbusd_epi32(I[i][v], xv[v], wb);
 			}
 		}
 		for (int v = 0; v < TV; v++) {
 			__m512 dx = _mm512_loadu_ps((const float *)(xb + v * ps + 512));
+			__m512 sx = MINS ? _mm512_loadu_ps((const float *)(xb + v * ps + 576)) : _mm512_setzero_ps();
 			for (int i = 0; i < RM; i++) {
-				__m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(I[i][v]), _mm512_set1_ps(dw[i * nb + b]),
+				__m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(I[i][v]), _mm512_set1_ps(ds[i * nb + b]),
 							   _mm512_set1_ps(cw[i * nb + b]));
+				if (MINS) t = _mm512_fnmadd_ps(_mm512_set1_ps(dm[i * nb + b]), sx, t);
 				acc[i][v] = _mm512_fmadd_ps(t, dx, acc[i][v]);
 			}
 		}
@@ -341,11 +391,44 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *w, lo
 	}
 }
 
-// matmul_lane: rows [r0, r1) of y = W x for n tokens, Q8_0 weights; xp is
-// lane_prep's packing of x, or NULL to pack here.
-static int matmul_lane(const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *xp, int n,
-		       float *y, long ldy) {
-	int nb = K / 32, panels = (n + 15) / 16;
+static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq, long wrs, long wbs, int nb, int m,
+							       const float *ds, const float *cw, const float *dm,
+							       const uint8_t *xp, long ps, int n, float *y, long ldy,
+							       const int MINS) {
+	int panels = (n + 15) / 16;
+	for (int p = 0; p < panels; p += 2) {
+		int tv = panels - p >= 2 ? 2 : 1;
+		int nt = n - 16 * p;
+		const uint8_t *xpp = xp + (long)p * ps;
+		float *yp = y + (long)p * 16 * ldy;
+#define LT(RM, TV) lane_tile(wq, wrs, wbs, nb, ds, cw, dm, xpp, ps, yp, ldy, nt, RM, TV, MINS)
+		if (tv == 2) {
+			switch (m) {
+			case 4: LT(4, 2); break;
+			case 3: LT(3, 2); break;
+			case 2: LT(2, 2); break;
+			default: LT(1, 2);
+			}
+		} else {
+			switch (m) {
+			case 4: LT(4, 1); break;
+			case 3: LT(3, 1); break;
+			case 2: LT(2, 1); break;
+			default: LT(1, 1);
+			}
+		}
+#undef LT
+	}
+}
+
+// lane_ok: whether the lane GEMM handles this weight type and row length.
+static int lane_ok(int type, int K) { return (type == 8 && K % 32 == 0) || (type == 12 && K % 256 == 0); }
+
+// matmul_lane: rows [r0, r1) of y = W x for n tokens (Q8_0 or Q4_K); xp
+// is lane_prep's packing of x, or NULL to pack here.
+static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		       const uint8_t *xp, int n, float *y, long ldy) {
+	int nb = K / 32;
 	long ps = (long)nb * LANE_BLK;
 	if (!xp) {
 		uint8_t *buf = (uint8_t *)weft_scratch(0, (lane_prep_bytes(K, n) + 3) / 4);
@@ -353,35 +436,21 @@ static int matmul_lane(const uint8_t *w, long rowBytes, int K, int r0, int r1, c
 		lane_prep(x, n, K, buf);
 		xp = buf;
 	}
-	float *sc = weft_scratch(1, 8L * nb);
+	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
+	// unpacked quants (4 x K bytes)
+	float *sc = weft_scratch(1, 12L * nb + (type == 12 ? (long)K : 0));
 	if (!sc) return -1;
-	float *dw = sc, *cw = sc + 4L * nb;
+	float *ds = sc, *cw = sc + 4L * nb, *dm = sc + 8L * nb;
+	uint8_t *q = (uint8_t *)(sc + 12L * nb);
 	for (int r = r0; r < r1; r += 4) {
 		int m = r1 - r < 4 ? r1 - r : 4;
 		const uint8_t *wr = w + (long)r * rowBytes;
-		lane_scales(wr, rowBytes, nb, m, dw, cw);
-		for (int p = 0; p < panels; p += 2) {
-			int tv = panels - p >= 2 ? 2 : 1;
-			int nt = n - 16 * p;
-			const uint8_t *xpp = xp + (long)p * ps;
-			float *yp = y + (long)p * 16 * ldy + r;
-#define LT(RM, TV) lane_tile(wr, rowBytes, nb, dw, cw, xpp, ps, yp, ldy, nt, RM, TV)
-			if (tv == 2) {
-				switch (m) {
-				case 4: LT(4, 2); break;
-				case 3: LT(3, 2); break;
-				case 2: LT(2, 2); break;
-				default: LT(1, 2);
-				}
-			} else {
-				switch (m) {
-				case 4: LT(4, 1); break;
-				case 3: LT(3, 1); break;
-				case 2: LT(2, 1); break;
-				default: LT(1, 1);
-				}
-			}
-#undef LT
+		if (type == 8) {
+			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
+			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
+		} else {
+			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
 		}
 	}
 	return 0;

@@ -73,13 +73,15 @@ static float *weft_scratch(int slot, long n) {
 	return weft_tls_buf[slot];
 }
 
-// Token counts: below WEFT_VNNI_MAX_N the integer kernels take the types
-// they know (AVX-512 VNNI); below WEFT_GEMM_BIG_N the dot-product kernel
-// runs; from it the packed GEMM (weights transposed per tile, tokens
-// broadcast), whose per-tile transposition pays off only over many tokens.
-// The AVX-512 build takes the GEMM earlier (weft_gemm_pays).
-// (A lane GEMM with tokens along the vector lanes measured ~40% slower than
-// the dot-product kernel at 64 and 128 tokens and was removed.)
+// Token counts (AVX-512 VNNI): from LANE_MIN_N, Q8_0 and Q4_K take the
+// int8 lane GEMM (kern_vnni.h); below WEFT_VNNI_MAX_N the integer row
+// kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
+// dot-product kernel runs; from it the packed GEMM (weights transposed per
+// tile, tokens broadcast), whose per-tile transposition pays off only over
+// many tokens. The AVX-512 build takes the GEMM earlier (weft_gemm_pays).
+// (A float lane GEMM, tokens along the vector lanes, measured ~40% slower
+// than the dot-product kernel at 64 and 128 tokens and was removed; the
+// int8 one wins because a 4-byte weight broadcast feeds 64 products.)
 #define WEFT_VNNI_MAX_N 24
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
@@ -179,7 +181,7 @@ enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
 // quantizes activations to 8 bits, which the tests must allow for).
 static int weft_uses_lane(int isa, int type, int K, int n) {
 #if WEFT_X86
-	return isa == WEFT_VNNI && type == 8 && K % 32 == 0 && n >= LANE_MIN_N;
+	return isa == WEFT_VNNI && n >= LANE_MIN_N && lane_ok(type, K);
 #else
 	return 0;
 #endif
@@ -230,7 +232,7 @@ static void weft_prep(int kind, const float *x, int n, int K, void *out) {
 static int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		       const void *prep, int n, float *y, long ldy) {
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) return matmul_lane(w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+	if (weft_uses_lane(isa, type, K, n)) return matmul_lane(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	if (weft_uses_vnni(isa, type, K, n)) return matmul_vnni(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
