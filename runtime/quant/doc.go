@@ -42,7 +42,7 @@
 // 64 polls, so goroutines made ready on it still run.)
 // Four kernels sit behind it, chosen per call:
 //
-//   - Q8_0 and Q4_K from 16 tokens, AVX-512 VNNI: an int8 GEMM with the
+//   - Q8_0, Q4_K and Q6_K from 16 tokens, AVX-512 VNNI: an int8 GEMM with the
 //     tokens along the vector lanes (kern_vnni.h, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127), plus 128 so they are unsigned, and packed 16 to a panel
@@ -51,14 +51,16 @@
 //     with the same 4 columns of 16 tokens. There is no transposition or
 //     horizontal sum; per block and token vector the fix-up is
 //     y += dx * (dw * I - 128 * dw * sum(q)) (Q4_K also takes off its
-//     sub-block min times the token's block sum), 3-4 operations per 8
-//     vpdpbusd. Q8_0 quants are read in place; Q4_K rows are unpacked to
-//     bytes once per 4-row tile, for all tokens. A 4-row x 32-token tile
+//     sub-block min times the token's block sum; Q6_K, whose scales cover
+//     16 columns, keeps two integer sums per block), 3-5 operations per 8
+//     vpdpbusd. Q8_0 quants are read in place; Q4_K and Q6_K rows are
+//     unpacked to bytes once per 4-row tile, for all tokens. A 4-row x 32-token tile
 //     keeps 8 integer and 8 float accumulators. Two threads, synth-110m
 //     shapes: Q8_0 270-320 GFLOP/s at 16 tokens and 380-635 from 64 with
 //     cold weights (BenchmarkMatMulCold), Q4_K 190-290 at 16 and 270-670
-//     from 64 (BenchmarkMatMul), against 60-300 for the float paths.
-//   - Few tokens (n < 24; Q8_0, Q4_K below 16), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
+//     from 64, Q6_K 200-390 at 16 and 230-720 from 64 (BenchmarkMatMul),
+//     against 60-300 for the float paths.
+//   - Few tokens (n < 24; Q8_0, Q4_K, Q6_K below 16), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
 //     VNNI: integer dot products, as llama.cpp does. Each token is
 //     quantized per 32 values to int8 (scale amax/127) once per job;
 //     weights are unpacked from their blocks to unsigned bytes in registers

@@ -346,18 +346,21 @@ static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint
 // lane_tile: rows [0, RM) of the tile times TV panels starting at xp (panel
 // stride ps bytes); writes y[t*ldy + i] for the first nt tokens. Row i's
 // block b quants are at wq + i*wrs + b*wbs; ds/cw/dm are per row and block
-// (row stride nb); MINS adds the Q4_K min term.
+// (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K): dm
+// is the sub-block's min, taken off with the tokens' block sums. MODE 2
+// (Q6_K): 16-column sub-blocks, ds scales columns 0-15 and dm 16-31, so
+// the two halves keep separate integer sums.
 static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, long wrs, long wbs, int nb, const float *ds,
 							     const float *cw, const float *dm, const uint8_t *xp, long ps,
 							     float *y, long ldy, int nt, const int RM, const int TV,
-							     const int MINS) {
+							     const int MODE) {
 	__m512 acc[4][2];
 	for (int i = 0; i < RM; i++)
 		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
 	for (int b = 0; b < nb; b++) {
-		__m512i I[4][2];
+		__m512i I[4][2], J[4][2];
 		for (int i = 0; i < RM; i++)
-			for (int v = 0; v < TV; v++) I[i][v] = _mm512_setzero_si512();
+			for (int v = 0; v < TV; v++) I[i][v] = J[i][v] = _mm512_setzero_si512();
 		const uint8_t *xb = xp + (long)b * LANE_BLK;
 		for (int g = 0; g < 8; g++) {
 			__m512i xv[2];
@@ -366,16 +369,22 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, l
 				int32_t w4;
 				memcpy(&w4, wq + (long)i * wrs + (long)b * wbs + 4 * g, 4);
 				__m512i wb = _mm512_set1_epi32(w4);
-				for (int v = 0; v < TV; v++) I[i][v] = _mm512_dpbusd_epi32(I[i][v], xv[v], wb);
+				for (int v = 0; v < TV; v++) {
+					if (MODE == 2 && g >= 4)
+						J[i][v] = _mm512_dpbusd_epi32(J[i][v], xv[v], wb);
+					else
+						I[i][v] = _mm512_dpbusd_epi32(I[i][v], xv[v], wb);
+				}
 			}
 		}
 		for (int v = 0; v < TV; v++) {
 			__m512 dx = _mm512_loadu_ps((const float *)(xb + v * ps + 512));
-			__m512 sx = MINS ? _mm512_loadu_ps((const float *)(xb + v * ps + 576)) : _mm512_setzero_ps();
+			__m512 sx = MODE == 1 ? _mm512_loadu_ps((const float *)(xb + v * ps + 576)) : _mm512_setzero_ps();
 			for (int i = 0; i < RM; i++) {
 				__m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(I[i][v]), _mm512_set1_ps(ds[i * nb + b]),
 							   _mm512_set1_ps(cw[i * nb + b]));
-				if (MINS) t = _mm512_fnmadd_ps(_mm512_set1_ps(dm[i * nb + b]), sx, t);
+				if (MODE == 1) t = _mm512_fnmadd_ps(_mm512_set1_ps(dm[i * nb + b]), sx, t);
+				if (MODE == 2) t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(J[i][v]), _mm512_set1_ps(dm[i * nb + b]), t);
 				acc[i][v] = _mm512_fmadd_ps(t, dx, acc[i][v]);
 			}
 		}
@@ -394,14 +403,14 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, l
 static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq, long wrs, long wbs, int nb, int m,
 							       const float *ds, const float *cw, const float *dm,
 							       const uint8_t *xp, long ps, int n, float *y, long ldy,
-							       const int MINS) {
+							       const int MODE) {
 	int panels = (n + 15) / 16;
 	for (int p = 0; p < panels; p += 2) {
 		int tv = panels - p >= 2 ? 2 : 1;
 		int nt = n - 16 * p;
 		const uint8_t *xpp = xp + (long)p * ps;
 		float *yp = y + (long)p * 16 * ldy;
-#define LT(RM, TV) lane_tile(wq, wrs, wbs, nb, ds, cw, dm, xpp, ps, yp, ldy, nt, RM, TV, MINS)
+#define LT(RM, TV) lane_tile(wq, wrs, wbs, nb, ds, cw, dm, xpp, ps, yp, ldy, nt, RM, TV, MODE)
 		if (tv == 2) {
 			switch (m) {
 			case 4: LT(4, 2); break;
@@ -421,10 +430,52 @@ static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq,
 	}
 }
 
-// lane_ok: whether the lane GEMM handles this weight type and row length.
-static int lane_ok(int type, int K) { return (type == 8 && K % 32 == 0) || (type == 12 && K % 256 == 0); }
+// lane_unpack_q6k unpacks rows 0..m of Q6_K weights: the quants of row i,
+// block b (32 columns) to q[(i*nb + b)*32 ..] as signed bytes q - 32, with
+// ds (scale of columns 0-15), dm (scale of columns 16-31) and cw = 128 *
+// (ds * sum of the first 16 quants + dm * sum of the last 16).
+static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
+	for (int i = 0; i < m; i++)
+		for (int sb = 0; sb < nb / 8; sb++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 210;
+			float d = _cvtsh_ss(blk[208] | blk[209] << 8);
+			for (int h = 0; h < 2; h++) { // 128-column halves
+				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+				const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);
+				__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+				__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
+				__m256i v[4];
+				v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
+				v[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
+				v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
+				v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
+				for (int j = 0; j < 4; j++) {
+					int b = sb * 8 + 4 * h + j;
+					// sums of q (0..63) per 16-column half, before the -32
+					__m256i sad = _mm256_sad_epu8(v[j], _mm256_setzero_si256());
+					__m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
+					int s0 = (int)(_mm_cvtsi128_si64(lo) + _mm_extract_epi64(lo, 1)) - 16 * 32;
+					int s1 = (int)(_mm_cvtsi128_si64(hi) + _mm_extract_epi64(hi, 1)) - 16 * 32;
+					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), _mm256_sub_epi8(v[j], off));
+					float d0 = d * (float)sc[2 * j], d1 = d * (float)sc[2 * j + 1];
+					ds[i * nb + b] = d0;
+					dm[i * nb + b] = d1;
+					cw[i * nb + b] = 128.0f * (d0 * (float)s0 + d1 * (float)s1);
+				}
+			}
+		}
+}
 
-// matmul_lane: rows [r0, r1) of y = W x for n tokens (Q8_0 or Q4_K); xp
+// lane_ok: whether the lane GEMM handles this weight type and row length.
+static int lane_ok(int type, int K) {
+	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0);
+}
+
+// matmul_lane: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K); xp
 // is lane_prep's packing of x, or NULL to pack here.
 static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		       const uint8_t *xp, int n, float *y, long ldy) {
@@ -438,7 +489,7 @@ static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0,
 	}
 	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
 	// unpacked quants (4 x K bytes)
-	float *sc = weft_scratch(1, 12L * nb + (type == 12 ? (long)K : 0));
+	float *sc = weft_scratch(1, 12L * nb + (type != 8 ? (long)K : 0));
 	if (!sc) return -1;
 	float *ds = sc, *cw = sc + 4L * nb, *dm = sc + 8L * nb;
 	uint8_t *q = (uint8_t *)(sc + 12L * nb);
@@ -448,9 +499,12 @@ static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0,
 		if (type == 8) {
 			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
 			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
-		} else {
+		} else if (type == 12) {
 			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+		} else {
+			lane_unpack_q6k(wr, rowBytes, nb, m, q, ds, cw, dm);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 2);
 		}
 	}
 	return 0;

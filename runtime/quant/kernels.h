@@ -73,7 +73,7 @@ static float *weft_scratch(int slot, long n) {
 	return weft_tls_buf[slot];
 }
 
-// Token counts (AVX-512 VNNI): from LANE_MIN_N, Q8_0 and Q4_K take the
+// Token counts (AVX-512 VNNI): from LANE_MIN_N, Q8_0, Q4_K and Q6_K take the
 // int8 lane GEMM (kern_vnni.h); below WEFT_VNNI_MAX_N the integer row
 // kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
 // dot-product kernel runs; from it the packed GEMM (weights transposed per
