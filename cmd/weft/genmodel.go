@@ -23,7 +23,7 @@ func runGenModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF path (required)")
 	preset := fs.String("preset", "synth-110m", "model shape: synth-110m or tiny")
-	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0 or Q4_K")
+	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, or Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers)")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
 	if err := fs.Parse(args); err != nil {
@@ -39,7 +39,9 @@ func runGenModel(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Type, err = parseType(*typ); err != nil {
+	if strings.EqualFold(*typ, "Q4_K_M") {
+		cfg.Type, cfg.MoreBitsQ6K = gguf.TypeQ4_K, true
+	} else if cfg.Type, err = parseType(*typ); err != nil {
 		return err
 	}
 	if *seed != 0 {
@@ -87,17 +89,21 @@ func writeModel(cfg llama.GenConfig, path string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("gen-model: %w", err)
 	}
-	slog.Info("wrote random-weight model (NOT a trained model)", "path", path, "name", cfg.Name, "type", cfg.Type.String())
+	typ := cfg.Type.String()
+	if cfg.MoreBitsQ6K {
+		typ += " with Q6_K layers (Q4_K_M mix)"
+	}
+	slog.Info("wrote random-weight model (NOT a trained model)", "path", path, "name", cfg.Name, "type", typ)
 	return nil
 }
 
 func parseType(s string) (gguf.Type, error) {
-	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K} {
+	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		if strings.EqualFold(s, t.String()) {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0 or Q4_K", s)
+	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K or Q4_K_M", s)
 }
 
 // tokenizerKVs reads the tokenizer.* keys of a GGUF.

@@ -20,9 +20,14 @@ type GenConfig struct {
 	// SentencePiece vocabulary of exactly this size); with Tokenizer it must
 	// be 0 or match the copied vocabulary.
 	VocabSize int
-	// Type is the type of every 2-D tensor (F32, F16, Q8_0, Q4_0 or Q4_K);
-	// norms stay F32.
+	// Type is the type of every 2-D tensor (F32, F16, Q8_0, Q4_0, Q4_K or
+	// Q6_K); norms stay F32.
 	Type gguf.Type
+	// MoreBitsQ6K makes the file a Q4_K_M-style mix, as llama.cpp's
+	// quantizer lays it out: the output matrix, and the attention V and FFN
+	// down matrices of the first and last eighth of the layers and of every
+	// third layer between, are Q6_K; the rest is Type.
+	MoreBitsQ6K bool
 	// Seed makes the weights reproducible.
 	Seed uint64
 	// TiedOutput omits output.weight (the embedding is reused).
@@ -63,12 +68,12 @@ func (c *GenConfig) validate() error {
 		return fmt.Errorf("llama: generate: %d wide with %d heads and %d KV heads is not a valid shape", c.Dim, c.Heads, c.KVHeads)
 	}
 	switch c.Type {
-	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K:
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K:
 	default:
-		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0 or Q4_K)", ErrUnsupported, c.Type)
+		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0, Q4_K or Q6_K)", ErrUnsupported, c.Type)
 	}
 	for _, n := range []int{c.Dim, c.FFN} {
-		if n%c.Type.BlockLen() != 0 {
+		if n%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && n%gguf.TypeQ6_K.BlockLen() != 0 {
 			return fmt.Errorf("llama: generate: row length %d is not a multiple of the %s block (%d)", n, c.Type, c.Type.BlockLen())
 		}
 	}
@@ -144,12 +149,18 @@ func Generate(c GenConfig, w io.Writer) error {
 		}
 		return x
 	}
-	addMat := func(name string, rows, cols int, std float64) error {
-		data, err := Quantize(c.Type, gauss(rows*cols, std), cols)
+	addMatT := func(name string, typ gguf.Type, rows, cols int, std float64) error {
+		data, err := Quantize(typ, gauss(rows*cols, std), cols)
 		if err != nil {
 			return fmt.Errorf("llama: generate %s: %w", name, err)
 		}
-		return gw.AddTensor(name, c.Type, []uint64{uint64(cols), uint64(rows)}, data)
+		return gw.AddTensor(name, typ, []uint64{uint64(cols), uint64(rows)}, data)
+	}
+	addMat := func(name string, rows, cols int, std float64) error { return addMatT(name, c.Type, rows, cols, std) }
+	// moreBits: llama.cpp's use_more_bits(layer, layers) for Q4_K_M.
+	moreBits := func(l int) bool {
+		n := c.Layers
+		return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
 	}
 	addVec := func(name string, x []float32) error {
 		data, _ := Quantize(gguf.TypeF32, x, len(x))
@@ -185,7 +196,11 @@ func Generate(c GenConfig, w io.Writer) error {
 			return err
 		}
 		for _, s := range steps {
-			if err := addMat(p+s.name, s.rows, s.cols, s.std); err != nil {
+			typ := c.Type
+			if c.MoreBitsQ6K && (s.name == "attn_v.weight" || s.name == "ffn_down.weight") && moreBits(l) {
+				typ = gguf.TypeQ6_K
+			}
+			if err := addMatT(p+s.name, typ, s.rows, s.cols, s.std); err != nil {
 				return err
 			}
 		}
@@ -197,7 +212,11 @@ func Generate(c GenConfig, w io.Writer) error {
 		return err
 	}
 	if !c.TiedOutput {
-		if err := addMat("output.weight", vocab, c.Dim, 4*inv(c.Dim)); err != nil {
+		typ := c.Type
+		if c.MoreBitsQ6K {
+			typ = gguf.TypeQ6_K
+		}
+		if err := addMatT("output.weight", typ, vocab, c.Dim, 4*inv(c.Dim)); err != nil {
 			return err
 		}
 	}

@@ -179,6 +179,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{gguf.TypeQ8_0, 0.01},
 		{gguf.TypeQ4_0, 0.1},
 		{gguf.TypeQ4_K, 0.1},
+		{gguf.TypeQ6_K, 0.03},
 	}
 	var amax float64
 	for _, v := range src {

@@ -9,7 +9,7 @@ import (
 )
 
 // Quantize encodes src (a whole number of rows of cols values) as type t:
-// F32, F16, Q8_0, Q4_0 or Q4_K. The result decodes with quant.Dequantize.
+// F32, F16, Q8_0, Q4_0, Q4_K or Q6_K. The result decodes with quant.Dequantize.
 // The quantizers are simple round-to-nearest ones (no importance search),
 // enough for generated test models.
 func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
@@ -35,6 +35,8 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 		enc = quantQ4_0
 	case gguf.TypeQ4_K:
 		enc = quantQ4_K
+	case gguf.TypeQ6_K:
+		enc = quantQ6_K
 	default:
 		return nil, fmt.Errorf("%w: no quantizer for %s", ErrUnsupported, t)
 	}
@@ -138,4 +140,52 @@ func quantQ4_K(dst []byte, x []float32) {
 			}
 		}
 	}
+}
+
+// quantQ6_K encodes 256 values: 16 sub-blocks of 16, each with a signed
+// 8-bit scale (of the super-block scale d) and 6-bit quants stored as
+// q + 32, split into low nibbles (ql) and high bit pairs (qh) in ggml's
+// order.
+func quantQ6_K(dst []byte, x []float32) {
+	var scales [16]float32
+	var maxAbs float32
+	for s := range 16 {
+		var amax, mx float32
+		for _, v := range x[16*s : 16*s+16] {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, mx = a, v
+			}
+		}
+		scales[s] = mx / -32 // the largest magnitude maps to -32
+		maxAbs = max(maxAbs, float32(math.Abs(float64(scales[s]))))
+	}
+	d := roundF16(maxAbs / 127)
+	var sc [16]int8
+	var q [256]uint8
+	for s := range 16 {
+		if d > 0 {
+			sc[s] = int8(max(-128, min(127, math.Round(float64(scales[s]/d)))))
+		}
+		scale := d * float32(sc[s])
+		for i := range 16 {
+			v := 0
+			if scale != 0 {
+				v = int(math.Round(float64(x[16*s+i] / scale)))
+			}
+			q[16*s+i] = uint8(min(31, max(-32, v)) + 32)
+		}
+	}
+	ql, qh := dst[0:128], dst[128:192]
+	for h := range 2 {
+		for l := range 32 {
+			q1, q2, q3, q4 := q[128*h+l], q[128*h+32+l], q[128*h+64+l], q[128*h+96+l]
+			ql[64*h+l] = q1&15 | (q3&15)<<4
+			ql[64*h+32+l] = q2&15 | (q4&15)<<4
+			qh[32*h+l] = q1>>4 | (q2>>4)<<2 | (q3>>4)<<4 | (q4>>4)<<6
+		}
+	}
+	for s := range 16 {
+		dst[192+s] = byte(sc[s])
+	}
+	binary.LittleEndian.PutUint16(dst[208:], f32ToF16(d))
 }
