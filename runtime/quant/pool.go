@@ -26,11 +26,12 @@ var (
 // of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
-// workers starts the pool on first use: GOMAXPROCS-1 goroutines that live
-// for the rest of the process (the caller is the last worker).
+// workers starts the pool on first use: GOMAXPROCS-1 goroutines (at most
+// one per CPU) that live for the rest of the process (the caller is the
+// last worker).
 func workers() int {
 	poolOnce.Do(func() {
-		poolSize = goruntime.GOMAXPROCS(0)
+		poolSize = min(goruntime.GOMAXPROCS(0), goruntime.NumCPU())
 		poolCh = make(chan task, 4*poolSize)
 		for id := 1; id < poolSize; id++ {
 			go func() {
