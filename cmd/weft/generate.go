@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	goruntime "runtime"
 	"time"
 
 	"github.com/weft-inference/weft/runtime"
@@ -97,7 +96,7 @@ func generateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if c.Threads > 0 {
-		goruntime.GOMAXPROCS(c.Threads)
+		setComputeThreads(c.Threads)
 	}
 	m, err := loadModelOrBuiltin(c.Model)
 	if err != nil {

@@ -16,7 +16,26 @@ var (
 	poolOnce sync.Once
 	poolCh   chan task
 	poolSize int
+
+	wantMu      sync.Mutex
+	wantWorkers int  // SetWorkers' request, 0: default
+	poolStarted bool // under wantMu
 )
+
+// SetWorkers fixes how many goroutines share matrix products and Parallel
+// calls, the caller included (default: GOMAXPROCS at first use, at most one
+// per CPU). It must come before the first MatMul or Parallel; it reports
+// false, changing nothing, once the pool has started. It lets a program
+// keep GOMAXPROCS above the compute threads (see cmd/weft).
+func SetWorkers(n int) bool {
+	wantMu.Lock()
+	defer wantMu.Unlock()
+	if poolStarted || n < 1 {
+		return false
+	}
+	wantWorkers = n
+	return true
+}
 
 // spinFor is how long an idle worker polls for the next task before it
 // parks. A forward pass hands the pool a task every few tens of
@@ -26,12 +45,18 @@ var (
 // of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
-// workers starts the pool on first use: GOMAXPROCS-1 goroutines (at most
-// one per CPU) that live for the rest of the process (the caller is the
-// last worker).
+// workers starts the pool on first use: SetWorkers' count, or GOMAXPROCS
+// (at most one per CPU), less one goroutines that live for the rest of the
+// process (the caller is the last worker).
 func workers() int {
 	poolOnce.Do(func() {
+		wantMu.Lock()
+		poolStarted = true
 		poolSize = min(goruntime.GOMAXPROCS(0), goruntime.NumCPU())
+		if wantWorkers > 0 {
+			poolSize = wantWorkers
+		}
+		wantMu.Unlock()
 		poolCh = make(chan task, 4*poolSize)
 		for id := 1; id < poolSize; id++ {
 			go func() {
