@@ -468,33 +468,6 @@ func (b *CPUBackend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n 
 	return kk, vv
 }
 
-// softmaxRow replaces row by softmax(row·scale) as ggml computes it:
-// exp(x-max) (quant.Exps), summed in float64, scaled by 1/sum, and, with an
-// F16 cache, rounded to F16 for the product with V.
-func (b *CPUBackend) softmaxRow(row []float32, scale float32) {
-	mx := float32(math.Inf(-1))
-	for i, v := range row {
-		v *= scale
-		row[i] = v
-		mx = max(mx, v)
-	}
-	for i := range row {
-		row[i] -= mx
-	}
-	quant.Exps(row, row)
-	var sum float64
-	for _, e := range row {
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range row {
-		row[i] *= inv
-	}
-	if b.f16 {
-		quant.RoundF16s(row, row)
-	}
-}
-
 // attnMatMulMin is the number of query rows (chunk tokens × heads per KV
 // head) from which attention runs as two matrix products.
 const attnMatMulMin = 16
@@ -535,7 +508,7 @@ func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g
 	for r := range rows {
 		p := sq.Pos + r%T
 		row := sc[r*n : (r+1)*n]
-		b.softmaxRow(row[:p+1], scale)
+		quant.SoftmaxScaled(row[:p+1], scale, b.f16)
 		clear(row[p+1:])
 	}
 	quant.MatMul(og, f32Weight(vt, hd, n), sc, rows)

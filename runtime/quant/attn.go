@@ -108,7 +108,7 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 		}
 	}
 	for j := range nq {
-		softmaxScaled(sc[j*n:(j+1)*n], scale, round)
+		SoftmaxScaled(sc[j*n:(j+1)*n], scale, round)
 	}
 	o := out[:nq*hd]
 	clear(o)
@@ -121,9 +121,11 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 	}
 }
 
-// softmaxScaled replaces row by softmax(row·scale) in ggml's order, the
-// weights rounded to F16 when round is set.
-func softmaxScaled(row []float32, scale float32, round bool) {
+// SoftmaxScaled replaces row by softmax(row·scale) as ggml computes it:
+// scale, max, exp(x-max) (Exps), a float64 sum, multiplication by
+// float32(1/sum), and the weights rounded to F16 when round is set (an F16
+// KV cache).
+func SoftmaxScaled(row []float32, scale float32, round bool) {
 	mx := float32(math.Inf(-1))
 	for i, x := range row {
 		x *= scale

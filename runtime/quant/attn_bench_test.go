@@ -42,7 +42,7 @@ func BenchmarkAttend(b *testing.B) {
 						w := Weight{Type: gguf.TypeF32, Rows: n, Cols: hd,
 							Data: unsafe.Slice((*byte)(unsafe.Pointer(&kk[0])), 4*len(kk))}
 						MatMul(sc, w, q16, 1)
-						softmaxScaled(sc, scale, true)
+						SoftmaxScaled(sc, scale, true)
 						MulVecT(out[j*hd:(j+1)*hd], vv, sc, n, hd)
 					}
 				}

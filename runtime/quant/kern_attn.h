@@ -24,47 +24,7 @@
 #include <immintrin.h>
 #endif
 
-static inline float watt_h2f(uint16_t h) {
-	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 0x3ff, bits;
-	if (exp == 31) {
-		bits = sign | 0x7f800000u | mant << 13 | (mant ? 0x400000u : 0);
-	} else if (exp) {
-		bits = sign | (exp + 112) << 23 | mant << 13;
-	} else if (!mant) {
-		bits = sign;
-	} else {
-		uint32_t e = 113;
-		while (!(mant & 0x400)) {
-			mant <<= 1;
-			e--;
-		}
-		bits = sign | e << 23 | (mant & 0x3ff) << 13;
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
-static inline uint16_t watt_f2h(float f) {
-	uint32_t b;
-	memcpy(&b, &f, 4);
-	uint16_t sign = (b >> 16) & 0x8000;
-	int32_t exp = (b >> 23) & 0xff;
-	uint32_t mant = b & 0x7fffff;
-	if (exp == 0xff) return mant ? (sign | 0x7e00 | (mant >> 13)) : (sign | 0x7c00);
-	int32_t e = exp - 127 + 15;
-	if (e >= 31) return sign | 0x7c00;
-	if (e <= 0) {
-		if (e < -10) return sign;
-		uint32_t m = mant | 0x800000, shift = 14 - e, half = m >> shift, rem = m & ((1u << shift) - 1),
-			 mid = 1u << (shift - 1);
-		if (rem > mid || (rem == mid && (half & 1))) half++;
-		return sign | half;
-	}
-	uint32_t half = (uint32_t)e << 10 | mant >> 13, rem = mant & 0x1fff;
-	if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
-	return sign | half;
-}
+#include "kern_f16.h"
 
 // ---- portable ----
 #define WATT_BODY 1
@@ -151,7 +111,7 @@ static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
 		return (AF(avf))_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
 #else
 		float a[VW];
-		for (int j = 0; j < VW; j++) a[j] = watt_h2f(((const uint16_t *)base)[i + j]);
+		for (int j = 0; j < VW; j++) a[j] = weft_f16_to_f32(((const uint16_t *)base)[i + j]);
 		return AF(ald)(a);
 #endif
 	}
@@ -159,7 +119,7 @@ static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
 }
 
 static AI float AF(aat)(const void *base, long i, const int WH) {
-	return WH ? watt_h2f(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+	return WH ? weft_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
 }
 
 static AI float AF(ahsum)(AF(avf) v) {
@@ -219,7 +179,7 @@ static AI void AF(around)(float *dst, const float *src, long n) {
 	for (; i + 8 <= n; i += 8)
 		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
 #endif
-	for (; i < n; i++) dst[i] = watt_h2f(watt_f2h(src[i]));
+	for (; i < n; i++) dst[i] = weft_f16_to_f32(weft_f32_to_f16(src[i]));
 }
 
 // ared: lane r of the result is the sum of the lanes of a[r], r < VW (a
