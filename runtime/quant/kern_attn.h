@@ -145,29 +145,16 @@ static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
 }
 
 // aexp: e^x per lane, the same approximation as quant.Exps' C kernels
-// (kern_body.h expv): clamp to [-87, 88], x = n*ln2 + r, degree-7 Taylor
-// polynomial for e^r, 2^n through the exponent bits.
-static AI AF(avf) AF(aexp)(AF(avf) x) {
-	const AF(avf) lo = (AF(avf)){0} - 87.0f, hi = (AF(avf)){0} + 88.0f;
-	AF(avf) c = AF(asel)(x < lo, lo, x);
-	c = AF(asel)(c > hi, hi, c);
-	const float magic = 12582912.0f;
-	AF(avf) n = (c * 1.44269504088896341f + magic) - magic;
-	AF(avf) r = c - n * 0.693145751953125f;
-	r = r - n * 1.42860682030941723212e-6f;
-	AF(avf) p = (AF(avf)){0} + (1.0f / 5040);
-	p = p * r + (1.0f / 720);
-	p = p * r + (1.0f / 120);
-	p = p * r + (1.0f / 24);
-	p = p * r + (1.0f / 6);
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	AF(avi) e = (__builtin_convertvector(n, AF(avi)) + 127) << 23;
-	AF(avf) s;
-	memcpy(&s, &e, sizeof s);
-	return AF(asel)(x != x, x, p * s);
-}
+// (kern_exp.h).
+#define EXP_VF AF(avf)
+#define EXP_VI AF(avi)
+#define EXP_SEL AF(asel)
+#define EXP_NAME AF(aexp)
+#include "kern_exp.h"
+#undef EXP_VF
+#undef EXP_VI
+#undef EXP_SEL
+#undef EXP_NAME
 
 // around: x rounded to F16 (nearest even) and back, n floats.
 static AI void AF(around)(float *dst, const float *src, long n) {

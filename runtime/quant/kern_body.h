@@ -648,10 +648,7 @@ static float FN(dot)(const float *a, const float *b, long n) {
 	return s;
 }
 
-// expv: e^x per lane, |relative error| < 2e-7 (a couple of ulps): x is
-// clamped to [-87, 88], split as n*ln2 + r (|r| <= ln2/2, Cody-Waite), e^r
-// by its degree-7 Taylor polynomial, 2^n through the exponent bits. NaN
-// lanes come back NaN.
+// expv: e^x per lane (kern_exp.h).
 typedef int FN(vint) __attribute__((vector_size(VW * 4)));
 // sel: lanes of a where m is all ones, else of b.
 static inline __attribute__((always_inline)) FN(vf) FN(sel)(FN(vint) m, FN(vf) a, FN(vf) b) {
@@ -662,28 +659,15 @@ static inline __attribute__((always_inline)) FN(vf) FN(sel)(FN(vint) m, FN(vf) a
 	memcpy(&a, &ia, sizeof a);
 	return a;
 }
-static inline __attribute__((always_inline)) FN(vf) FN(expv)(FN(vf) x) {
-	const FN(vf) lo = (FN(vf)){0} - 87.0f, hi = (FN(vf)){0} + 88.0f;
-	FN(vf) c = FN(sel)(x < lo, lo, x);
-	c = FN(sel)(c > hi, hi, c);
-	const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
-	FN(vf) n = (c * 1.44269504088896341f + magic) - magic;
-	FN(vf) r = c - n * 0.693145751953125f;
-	r = r - n * 1.42860682030941723212e-6f;
-	FN(vf) p = (FN(vf)){0} + (1.0f / 5040);
-	p = p * r + (1.0f / 720);
-	p = p * r + (1.0f / 120);
-	p = p * r + (1.0f / 24);
-	p = p * r + (1.0f / 6);
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	FN(vint) e = (__builtin_convertvector(n, FN(vint)) + 127) << 23;
-	FN(vf) s;
-	memcpy(&s, &e, sizeof s);
-	FN(vf) out = p * s;
-	return FN(sel)(x != x, x, out);
-}
+#define EXP_VF FN(vf)
+#define EXP_VI FN(vint)
+#define EXP_SEL FN(sel)
+#define EXP_NAME FN(expv)
+#include "kern_exp.h"
+#undef EXP_VF
+#undef EXP_VI
+#undef EXP_SEL
+#undef EXP_NAME
 
 // exps: dst[i] = e^src[i].
 static void FN(exps)(float *dst, const float *src, long n) {
