@@ -18,11 +18,14 @@
 //	y[t*Rows + r] = sum_k W[r][k] * x[t*Cols + k]   for r < Rows, t < n
 //
 // MatMul reads the weights once per call for all n tokens. Rows are split
-// over a persistent pool of GOMAXPROCS-1 goroutines plus the caller (started
-// on first use, living as long as the process); products smaller than
-// parallelMin run on the caller's goroutine, so stories260K-sized matrices
-// pay no handoff. Each worker makes one cgo call per row chunk. The pool is
-// sized from GOMAXPROCS at the first MatMul and keeps that size. MatMuls
+// over a persistent pool of goroutines plus the caller (started on first
+// use, living as long as the process); products smaller than parallelMin
+// run on the caller's goroutine, so stories260K-sized matrices pay no
+// handoff. Each worker makes one cgo call per row chunk. The pool has
+// SetWorkers' count of runners, or GOMAXPROCS at the first MatMul (at most
+// one per CPU), and keeps it. cmd/weft fixes it at GOMAXPROCS and then
+// raises GOMAXPROCS by one: with every P inside a long cgo call, Go's
+// sysmon retakes the Ps and starts spinning threads (see BENCHMARKS.md). MatMuls
 // runs several products of the same tokens (Q, K and V; gate and up) as one
 // job: one handoff instead of several, their chunks shared out together,
 // and the activations prepared (quantized or packed) once for all chunks
