@@ -38,7 +38,10 @@ func SetWorkers(n int) bool {
 }
 
 // spinFor is how long an idle worker polls for the next task before it
-// parks. A forward pass hands the pool a task every few tens of
+// parks. (Polling reads the wall clock: a pool first started inside a
+// testing/synctest bubble would poll against the bubble's clock, which does
+// not move while it polls. Start it outside, or keep matrix products out of
+// bubbles.) A forward pass hands the pool a task every few tens of
 // microseconds; waking a parked goroutine costs a futex round trip through
 // the kernel (measured ~12 % of a single-sequence decode step under KVM),
 // while a polling worker picks a task up at once. It parks after spinFor
