@@ -131,35 +131,45 @@ type Goodput struct {
 	RequestsPerSecond float64 `json:"request_throughput"`
 }
 
-// Aggregate summarizes the successful records.
-func Aggregate(recs []Record) Latencies {
-	var ttft, tpot, itl, e2e, queue []float64
-	var l Latencies
+// samples holds the successful records' latencies in milliseconds.
+type samples struct {
+	requests, outputTokens      int
+	ttft, tpot, itl, e2e, queue []float64
+}
+
+// collect gathers the latency samples of the successful records.
+func collect(recs []Record) samples {
+	var s samples
 	for i := range recs {
 		r := &recs[i]
 		if r.Err != nil {
 			continue
 		}
-		l.Requests++
-		l.OutputTokens += r.OutputTokens
+		s.requests++
+		s.outputTokens += r.OutputTokens
 		if d, ok := r.TTFT(); ok {
-			ttft = append(ttft, ms(d))
+			s.ttft = append(s.ttft, ms(d))
 		}
 		if d, ok := r.TPOT(); ok {
-			tpot = append(tpot, ms(d))
+			s.tpot = append(s.tpot, ms(d))
 		}
 		for _, d := range r.ITLs() {
-			itl = append(itl, ms(d))
+			s.itl = append(s.itl, ms(d))
 		}
-		e2e = append(e2e, ms(r.End))
-		queue = append(queue, ms(r.QueueWait))
+		s.e2e = append(s.e2e, ms(r.End))
+		s.queue = append(s.queue, ms(r.QueueWait))
 	}
-	l.TTFT = Summarize(ttft)
-	l.TPOT = Summarize(tpot)
-	l.ITL = Summarize(itl)
-	l.E2E = Summarize(e2e)
-	l.Queue = Summarize(queue)
-	return l
+	return s
+}
+
+// Aggregate summarizes the successful records.
+func Aggregate(recs []Record) Latencies {
+	s := collect(recs)
+	return Latencies{
+		Requests: s.requests, OutputTokens: s.outputTokens,
+		TTFT: Summarize(s.ttft), TPOT: Summarize(s.tpot), ITL: Summarize(s.itl),
+		E2E: Summarize(s.e2e), Queue: Summarize(s.queue),
+	}
 }
 
 // ComputeGoodput counts the records meeting slo over a run of the given

@@ -50,23 +50,8 @@ func TokenRate(recs []Record, bin time.Duration) []float64 {
 // distributions of TTFT, TPOT, ITL and end-to-end latency (log-scale ms),
 // on the right output tokens/s over the run.
 func WritePlot(path string, res *Result) error {
-	var ttft, tpot, itl, e2e []float64
-	for i := range res.Records {
-		r := &res.Records[i]
-		if r.Err != nil {
-			continue
-		}
-		if d, ok := r.TTFT(); ok {
-			ttft = append(ttft, ms(d))
-		}
-		if d, ok := r.TPOT(); ok {
-			tpot = append(tpot, ms(d))
-		}
-		for _, d := range r.ITLs() {
-			itl = append(itl, ms(d))
-		}
-		e2e = append(e2e, ms(r.End))
-	}
+	smp := collect(res.Records)
+	ttft, tpot, itl, e2e := smp.ttft, smp.tpot, smp.itl, smp.e2e
 
 	cdf := plot.New()
 	cdf.Title.Text = "latency CDF"
