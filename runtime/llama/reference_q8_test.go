@@ -88,25 +88,7 @@ func TestStories260KQuantExactActivations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
-			m := loadModel(t, c.model)
-			g := readGolden(t, c.golden)
-			b, err := NewCPUBackend(m, CPUConfig{KVType: c.kv, BlockSize: 16, NumBlocks: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, res := range g.Results {
-				got, logits := greedy(t, b, res.PromptTokenIDs, len(res.GeneratedTokenIDs), nil)
-				for i := range got {
-					if got[i] != res.GeneratedTokenIDs[i] {
-						t.Fatalf("%q: token %d = %d, golden %d", res.Prompt, i, got[i], res.GeneratedTokenIDs[i])
-					}
-				}
-				e := relL2(logits[0], res.FirstStepLogits)
-				if e > 1e-4 {
-					t.Errorf("%q: first-step logits relative L2 error %.3g > 1e-4", res.Prompt, e)
-				}
-				t.Logf("%q: 64/64 tokens identical, first-step relative L2 %.3g", res.Prompt, e)
-			}
+			checkGoldenExact(t, c.model, c.golden, c.kv, 1e-4)
 		})
 	}
 }
