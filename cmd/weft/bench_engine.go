@@ -34,7 +34,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	reps := fs.Int("prompt-reps", 5, "prompt chunks measured (after one warm-up)")
 	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
 	gflops := fs.Float64("gflops", 570, "float arithmetic peak (GFLOP/s) for the stated compute bound (default: this development machine's 2 cores x 285, vfmadd231ps, scripts/peak/peak.c)")
-	int8Gops := fs.Float64("int8-gops", 2220, "int8 peak (G multiply-adds x 2 per s) for Q8_0, Q4_K and Q6_K weights on AVX-512 VNNI CPUs, whose products run as int8 dot products (default: 2 cores x 1110, vpdpbusd, scripts/peak/peak.c)")
+	int8Gops := fs.Float64("int8-gops", 2220, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (default: 2 cores x 1110, vpdpbusd, scripts/peak/peak.c)")
 	format := fs.String("format", "table", "table or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,14 +68,15 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	// matrix products (2 FLOP per weight; the embedding is a lookup).
 	// secsPerToken is the compute bound's time per token: each product's
 	// FLOPs at the peak of the instructions its kernel uses (int8 dot
-	// products for Q8_0, Q4_K and Q6_K on VNNI CPUs, float FMAs otherwise).
+	// products where quant.Int8Products says so, float FMAs otherwise).
 	var weightBytes int64
 	var flopsPerToken, secsPerToken float64
-	int8 := quant.ISA() == "avx512vnni"
+	int8 := false
 	addFLOPs := func(ti *gguf.TensorInfo) {
 		f := 2 * float64(ti.NumElements())
 		flopsPerToken += f
-		if int8 && (ti.Type == gguf.TypeQ8_0 || ti.Type == gguf.TypeQ4_K || ti.Type == gguf.TypeQ6_K) {
+		if quant.Int8Products(ti.Type, int(ti.Dims[0])) {
+			int8 = true
 			secsPerToken += f / (*int8Gops * 1e9)
 		} else {
 			secsPerToken += f / (*gflops * 1e9)
@@ -206,7 +207,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token\n", m.Name, m.TypeSummary(), weightBytes, flopsPerToken)
 	peak := fmt.Sprintf("%.0f GFLOP/s", *gflops)
 	if int8 {
-		peak += fmt.Sprintf(" (Q8_0, Q4_K, Q6_K products: %.0f int8 GOPS)", *int8Gops)
+		peak += fmt.Sprintf(" (int8 products: %.0f GOPS)", *int8Gops)
 	}
 	fmt.Fprintf(stdout, "bound = min(%.0f GB/s / weight bytes x seqs, FLOP per token at %s)\n", *bandwidth, peak)
 	fmt.Fprintf(stdout, "%-12s %6s %12s %10s %12s %10s\n", "run", "seqs", "tokens/s", "step ms", "bound t/s", "of bound")

@@ -163,21 +163,21 @@ static int weft_uses_vnni(int isa, int type, int K, int n) {
 // 3-5% slower for 128-token prompts, the workers waiting for it.)
 enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2 };
 
-static int weft_prep_kind(int isa, int type, int K, int n) {
+// weft_prep_kind: the kind of preparation the kernel for this product
+// wants, and (*bytes) the buffer weft_prep fills for it.
+static int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
+	*bytes = 0;
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) return WEFT_PREP_LANE;
-	if (weft_uses_vnni(isa, type, K, n)) return WEFT_PREP_VNNI;
+	if (weft_uses_lane(isa, type, K, n)) {
+		*bytes = lane_prep_bytes(K, n);
+		return WEFT_PREP_LANE;
+	}
+	if (weft_uses_vnni(isa, type, K, n)) {
+		*bytes = vnni_prep_floats(K, n) * 4;
+		return WEFT_PREP_VNNI;
+	}
 #endif
 	return WEFT_PREP_NONE;
-}
-
-// weft_prep_bytes: the buffer weft_prep needs for this kind.
-static long weft_prep_bytes(int kind, int K, int n) {
-#if WEFT_X86
-	if (kind == WEFT_PREP_LANE) return lane_prep_bytes(K, n);
-	if (kind == WEFT_PREP_VNNI) return vnni_prep_floats(K, n) * 4;
-#endif
-	return 0;
 }
 
 static void weft_prep(int kind, const float *x, int n, int K, void *out) {

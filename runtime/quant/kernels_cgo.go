@@ -36,8 +36,9 @@ func prepKind(isa isaKind, w Weight, n int) (kind, bytes int) {
 	if isa < isaC {
 		return 0, 0
 	}
-	k := C.weft_prep_kind(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n))
-	return int(k), int(C.weft_prep_bytes(k, C.int(w.Cols), C.int(n)))
+	var b C.long
+	k := C.weft_prep_kind(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n), &b)
+	return int(k), int(b)
 }
 
 // prepActivations writes kind's preparation of n tokens of x (cols each)

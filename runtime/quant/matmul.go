@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/weft-inference/weft/runtime/gguf"
 )
 
 // MatMul computes y[t*w.Rows + r] = sum_k W[r][k] * x[t*w.Cols + k] for
@@ -94,53 +96,41 @@ func runJob(n int, ps []Product, rb []int) {
 
 // prepBufs holds a job's prepared activations; reused through prepPool.
 type prepBufs struct {
-	bufs [][]byte
-	out  [][]byte
+	bufs  [][]byte
+	out   [][]byte
+	kinds []int
 }
 
 var prepPool = sync.Pool{New: func() any { return new(prepBufs) }}
 
-type prepDone struct {
-	x    *float32
-	kind int
-	cols int
-	buf  []byte
-}
-
 // prepare returns each product's prepared activations (nil where its kernel
-// takes x as is), preparing each distinct (x, kind) once.
+// takes x as is), preparing each distinct (x, kind) once: a product reading
+// the same x as an earlier one of the same kind and width shares its buffer.
 func (b *prepBufs) prepare(isa isaKind, n int, ps []Product) [][]byte {
-	b.out = b.out[:0]
-	var done [8]prepDone
-	nd, used := 0, 0
-	for _, p := range ps {
+	b.out, b.kinds = b.out[:0], b.kinds[:0]
+	used := 0
+	for i, p := range ps {
 		kind, size := prepKind(isa, p.W, n)
-		if kind == 0 || size == 0 {
-			b.out = append(b.out, nil)
-			continue
-		}
 		var buf []byte
-		for _, d := range done[:nd] {
-			if d.x == &p.X[0] && d.kind == kind && d.cols == p.W.Cols {
-				buf = d.buf
+		if kind != 0 && size != 0 {
+			for j := range i {
+				if b.kinds[j] == kind && &ps[j].X[0] == &p.X[0] && ps[j].W.Cols == p.W.Cols {
+					buf = b.out[j]
+				}
+			}
+			if buf == nil {
+				if used == len(b.bufs) {
+					b.bufs = append(b.bufs, nil)
+				}
+				if cap(b.bufs[used]) < size {
+					b.bufs[used] = make([]byte, size)
+				}
+				buf = b.bufs[used][:size]
+				used++
+				prepActivations(kind, p.X, n, p.W.Cols, buf)
 			}
 		}
-		if buf == nil {
-			if used == len(b.bufs) {
-				b.bufs = append(b.bufs, nil)
-			}
-			if cap(b.bufs[used]) < size {
-				b.bufs[used] = make([]byte, size)
-			}
-			buf = b.bufs[used][:size]
-			used++
-			prepActivations(kind, p.X, n, p.W.Cols, buf)
-			if nd < len(done) {
-				done[nd] = prepDone{x: &p.X[0], kind: kind, cols: p.W.Cols, buf: buf}
-				nd++
-			}
-		}
-		b.out = append(b.out, buf)
+		b.out, b.kinds = append(b.out, buf), append(b.kinds, kind)
 	}
 	return b.out
 }
@@ -236,4 +226,12 @@ func matMulRef(y []float32, w Weight, x []float32, n int) {
 			y[t*w.Rows+r] = float32(s)
 		}
 	}
+}
+
+// Int8Products reports whether MatMul runs products of this weight type and
+// row length as int8 dot products at every token count on this CPU (their
+// arithmetic peak is then the integer one, not the float one).
+func Int8Products(t gguf.Type, cols int) bool {
+	w := Weight{Type: t, Cols: cols}
+	return usesQuantizedActivations(activeISA, w, 1) && usesQuantizedActivations(activeISA, w, 1024)
 }
