@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,6 +250,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.afterStep(c)
 		}
 		s.publish()
+		// Let the streams' readers just made ready run now: they sit in
+		// this goroutine's run queue, and a loop that never blocks (a
+		// small model steps in tens of microseconds) could otherwise
+		// finish a whole reply before they are scheduled, and the client
+		// would get it in one message instead of token by token.
+		goruntime.Gosched()
 	}
 }
 
