@@ -15,11 +15,10 @@ type task interface{ run(worker int) }
 var (
 	poolOnce sync.Once
 	poolCh   chan task
-	poolSize int
+	poolSize int // set once, under sizeMu: 0 until the pool starts
 
-	wantMu      sync.Mutex
-	wantWorkers int  // SetWorkers' request, 0: default
-	poolStarted bool // under wantMu
+	sizeMu      sync.Mutex
+	wantWorkers int // SetWorkers' request, 0: default
 )
 
 // SetWorkers fixes how many goroutines share matrix products and Parallel
@@ -28,9 +27,9 @@ var (
 // false, changing nothing, once the pool has started. It lets a program
 // keep GOMAXPROCS above the compute threads (see cmd/weft).
 func SetWorkers(n int) bool {
-	wantMu.Lock()
-	defer wantMu.Unlock()
-	if poolStarted || n < 1 {
+	sizeMu.Lock()
+	defer sizeMu.Unlock()
+	if poolSize != 0 || n < 1 {
 		return false
 	}
 	wantWorkers = n
@@ -53,13 +52,12 @@ const spinFor = 300 * time.Microsecond
 // process (the caller is the last worker).
 func workers() int {
 	poolOnce.Do(func() {
-		wantMu.Lock()
-		poolStarted = true
+		sizeMu.Lock()
 		poolSize = min(goruntime.GOMAXPROCS(0), goruntime.NumCPU())
 		if wantWorkers > 0 {
 			poolSize = wantWorkers
 		}
-		wantMu.Unlock()
+		sizeMu.Unlock()
 		poolCh = make(chan task, 4*poolSize)
 		for id := 1; id < poolSize; id++ {
 			go func() {
