@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 		FN(vf) xv[NRMAX];
 		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
 		for (int i = 0; i < MR; i++) {
-			if (MR == 4) // stream: fetch the same column MR rows ahead (next micro call)
+			if (MR == 4 && VW != 8) // stream: fetch the same column MR rows ahead (next micro call)
 				__builtin_prefetch((const char *)w + ((i + 4) * ldw + k) * (WH ? 2 : 4) + 256, 0, 0);
 			FN(vf) wv = FN(ldw)(w, i * ldw + k, WH);
 			for (int j = 0; j < NR; j++) acc[i][j] += wv * xv[j];
