@@ -43,7 +43,7 @@
 // is not done. (The first pool spun without ever yielding its P and made
 // decoding 1.5-4x slower on a shared machine; this one yields the P every
 // 64 polls, so goroutines made ready on it still run.)
-// Four kernels sit behind it, chosen per call:
+// Five kernels sit behind it, chosen per call:
 //
 //   - Q8_0, Q4_K and Q6_K from 16 tokens, AVX-512 VNNI: an int8 GEMM with the
 //     tokens along the vector lanes (kern_vnni.h, lane_tile). Tokens are
@@ -75,6 +75,15 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more).
+//   - Few tokens (n < 16), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI
+//     (kern_i8.h): the same per-32 int8 activations; vpmaddubsw multiplies
+//     32 weight bytes with 32 activations into pair sums, vpmaddwd adds the
+//     pairs (scaling them by a K-quant's sub-block scale), one FMA per
+//     block adds dw*dx times the sum. Q8_0's signs move onto the
+//     activations (|w| * sign(x, w)) so no pair sum saturates; Q6_K's -32
+//     is taken off in integers. On Zen 2 (two threads): 2-10x the float
+//     kernels for one token, 1.4-3.7x for four; from 64 tokens the float
+//     kernels, which share each dequantized row among more tokens, win.
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.
 //     Four rows at a time are dequantized into a thread-local float32 tile
 //     that stays in L1 (F32 weights are used in place, F16 ones converted
@@ -119,7 +128,7 @@
 // compiled into the cgo object three times under target pragmas: portable
 // (the compiler's baseline: SSE2 on amd64, NEON on arm64), AVX2+FMA+F16C
 // and AVX-512 (F/BW/VL/DQ); kern_vnni.h adds the AVX-512 VNNI integer
-// kernels. At start-up golang.org/x/sys/cpu picks the best set (ISA reports
+// kernels and kern_i8.h the AVX2 ones. At start-up golang.org/x/sys/cpu picks the best set (ISA reports
 // it). Without cgo the package builds with pure-Go kernels (dequantize a
 // row, dot it with each token). Every fast path has a reference: Dequantize
 // and a float64 matMulRef, and the tests run every kernel set the machine

@@ -43,6 +43,14 @@ static float *weft_scratch(int slot, long n) {
 // than the dot-product kernel at 64 and 128 tokens and was removed; the
 // int8 one wins because a 4-byte weight broadcast feeds 64 products.)
 #define WEFT_VNNI_MAX_N 24
+// WEFT_I8_MAX_N: below it, AVX2 CPUs take the integer row kernels
+// (kern_i8.h) for the types they know. Measured on Zen 2 (two threads,
+// BenchmarkMatMul, 768x2048 and 2048x768): 2-10x the float kernels' speed
+// for one token, 1.4-3.7x for four, even at sixteen, and 0.5-0.9x from 64,
+// where the float kernels share each dequantized row among more tokens.
+#ifndef WEFT_I8_MAX_N
+#define WEFT_I8_MAX_N 16
+#endif
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
 #endif
@@ -133,6 +141,7 @@ static int weft_tile_rows(int K, int n) {
 #endif
 
 #include "kern_vnni.h"
+#include "kern_i8.h"
 
 // ISA selectors passed from Go.
 enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
@@ -147,9 +156,19 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 #endif
 }
 
+// weft_uses_i8: whether an AVX2 (or AVX-512 without VNNI) CPU takes the
+// integer row kernels of kern_i8.h.
+static int weft_uses_i8(int isa, int type, int K, int n) {
+#if WEFT_X86
+	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < WEFT_I8_MAX_N && i8_ok(type, K);
+#else
+	return 0;
+#endif
+}
+
 static int weft_uses_vnni(int isa, int type, int K, int n) {
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) return 1;
+	if (weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n)) return 1;
 	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && vnni_ok(type, K);
 #else
 	return 0;
@@ -161,7 +180,7 @@ static int weft_uses_vnni(int isa, int type, int K, int n) {
 // lanes, or quantized per row. (The float GEMM packs its panels per chunk,
 // on each worker: packing them once on the caller before the job measured
 // 3-5% slower for 128-token prompts, the workers waiting for it.)
-enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2 };
+enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3 };
 
 // weft_prep_kind: the kind of preparation the kernel for this product
 // wants, and (*bytes) the buffer weft_prep fills for it.
@@ -171,6 +190,10 @@ static int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 	if (weft_uses_lane(isa, type, K, n)) {
 		*bytes = lane_prep_bytes(K, n);
 		return WEFT_PREP_LANE;
+	}
+	if (weft_uses_i8(isa, type, K, n)) {
+		*bytes = i8_prep_bytes(K, n);
+		return WEFT_PREP_I8;
 	}
 	if (weft_uses_vnni(isa, type, K, n)) {
 		*bytes = vnni_prep_floats(K, n) * 4;
@@ -184,6 +207,7 @@ static void weft_prep(int kind, const float *x, int n, int K, void *out) {
 #if WEFT_X86
 	if (kind == WEFT_PREP_LANE) lane_prep(x, n, K, (uint8_t *)out);
 	if (kind == WEFT_PREP_VNNI) vnni_prep_all(x, n, K, (float *)out);
+	if (kind == WEFT_PREP_I8) i8_prep(x, n, K, (uint8_t *)out);
 #endif
 }
 
@@ -193,6 +217,7 @@ static int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K
 		       const void *prep, int n, float *y, long ldy) {
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, n)) return matmul_lane(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+	if (weft_uses_i8(isa, type, K, n)) return matmul_i8(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	if (weft_uses_vnni(isa, type, K, n)) return matmul_vnni(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
