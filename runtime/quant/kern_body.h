@@ -603,7 +603,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 		      long ldy) {
 	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
-	if (type == 1) { // F16: converted in registers, no tile
+	if (type == 1 && (VW != 8 || n < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
 			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy);

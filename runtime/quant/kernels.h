@@ -77,6 +77,16 @@ static int weft_gemm_pays(int type, int K, int n) {
 	return n >= ((type == 0 || type == 1) ? 96 : 48);
 }
 
+// WEFT_F16_TILE_N: from this many tokens, the AVX2 build converts F16 rows
+// into the float tile once, as it dequantizes the other types, instead of
+// converting every weight vector in registers once per token group
+// (vcvtph2ps costs as much as the FMAs it feeds there). Zen 2, one core,
+// 768x2048: 19 against 15 GFLOP/s at 2 tokens, 31 against 22 at 16, 37
+// against 23 at 128; the same for one token.
+#ifndef WEFT_F16_TILE_N
+#define WEFT_F16_TILE_N 2
+#endif
+
 // WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
 // kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the
 // tokens stream past it (8 rows of 768 measured ~20% faster than 32 rows
