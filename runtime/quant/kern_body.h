@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) FN(vf) FN(reduce)(FN(vf) *a, const 
 // i < MR, j < NR; always inlined with constant MR, NR so the accumulators
 // live in registers.
 static inline __attribute__((always_inline)) void FN(micro)(const void *w, long ldw, const float *x, long ldx, int K,
-							     float *y, long ldy, const int MR, const int NR, const int WH) {
+							     float *y, long ldy, const int MR, const int NR, const int WH, int pf) {
 	FN(vf) acc[4][NRMAX];
 	for (int i = 0; i < MR; i++)
 		for (int j = 0; j < NR; j++) acc[i][j] = (FN(vf)){0};
@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 		FN(vf) xv[NRMAX];
 		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
 		for (int i = 0; i < MR; i++) {
-			if (MR == 4 && VW != 8) // stream: fetch the same column MR rows ahead (next micro call)
+			if (MR == 4 && pf) // stream: fetch the same column MR rows ahead (next micro call)
 				__builtin_prefetch((const char *)w + ((i + 4) * ldw + k) * (WH ? 2 : 4) + 256, 0, 0);
 			FN(vf) wv = FN(ldw)(w, i * ldw + k, WH);
 			for (int j = 0; j < NR; j++) acc[i][j] += wv * xv[j];
@@ -138,13 +138,19 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 #define WOFF(i) (WH ? (const void *)((const uint16_t *)w + (i) * ldw) : (const void *)((const float *)w + (i) * ldw))
 // block multiplies rows [0, m) of the f32 tile w (row stride ldw) with all n
 // tokens of x, writing y (token stride ldy).
+// pf: how many rows from w on may be prefetched (0 for a tile). When w is
+// the weight matrix itself, streamed from memory, the 4-row micro-kernel
+// prefetches the next 4 rows, as far as the caller's row range goes: past
+// a tile's end the addresses may be unmapped, and on Zen 2 under KVM such
+// prefetches made Q8_0 products 25x slower.
 static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y,
-							      long ldy, const int WH) {
+							      long ldy, const int WH, int pf) {
 	int j = 0;
 	for (; j + NRMAX <= n; j += NRMAX) {
 		int i = 0;
-		for (; i + 4 <= m; i += 4) FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 4, NRMAX, WH);
-		for (; i < m; i++) FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 1, NRMAX, WH);
+		for (; i + 4 <= m; i += 4)
+			FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 4, NRMAX, WH, i + 8 <= pf);
+		for (; i < m; i++) FN(micro)(WOFF(i), ldw, x + j * ldx, ldx, K, y + j * ldy + i, ldy, 1, NRMAX, WH, 0);
 	}
 	int rem = n - j;
 	if (rem == 0) return;
@@ -154,36 +160,36 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		const float *xj = x + j * ldx;
 		float *yj = y + j * ldy + i;
 		switch (rem) {
-		case 1: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 1, WH); break;
+		case 1: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 1, WH, i + 8 <= pf); break;
 #if NRMAX > 2
-		case 2: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 2, WH); break;
+		case 2: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 2, WH, i + 8 <= pf); break;
 #endif
 #if NRMAX > 3
-		case 3: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 3, WH); break;
+		case 3: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 3, WH, i + 8 <= pf); break;
 #endif
 #if NRMAX > 4
-		case 4: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 4, WH); break;
+		case 4: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 4, WH, i + 8 <= pf); break;
 #endif
 #if NRMAX > 5
-		case 5: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 5, WH); break;
+		case 5: FN(micro)(wi, ldw, xj, ldx, K, yj, ldy, 4, 5, WH, i + 8 <= pf); break;
 #endif
 		default:
-			for (int jj = 0; jj < rem; jj++) FN(micro)(wi, ldw, xj + jj * ldx, ldx, K, yj + jj * ldy, ldy, 4, 1, WH);
+			for (int jj = 0; jj < rem; jj++) FN(micro)(wi, ldw, xj + jj * ldx, ldx, K, yj + jj * ldy, ldy, 4, 1, WH, i + 8 <= pf);
 		}
 	}
 	for (; i < m; i++)
-		for (int jj = j; jj < n; jj++) FN(micro)(WOFF(i), ldw, x + jj * ldx, ldx, K, y + jj * ldy + i, ldy, 1, 1, WH);
+		for (int jj = j; jj < n; jj++) FN(micro)(WOFF(i), ldw, x + jj * ldx, ldx, K, y + jj * ldy + i, ldy, 1, 1, WH, 0);
 }
 
 #undef WOFF
 
-static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
-	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 0);
+static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 0, pf);
 }
 
 #if defined(HAVE_F16C)
-static void FN(blockh)(const uint16_t *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy) {
-	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 1);
+static void FN(blockh)(const uint16_t *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 1, pf);
 }
 #endif
 
@@ -606,7 +612,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 	if (type == 1 && (VW != 8 || n < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
-			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy);
+			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r);
 		}
 		return 0;
 	}
@@ -614,7 +620,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 	if (type == 0) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
-			FN(block)((const float *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy);
+			FN(block)((const float *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r);
 		}
 		return 0;
 	}
@@ -626,7 +632,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 	for (int r = r0; r < r1; r += rb) {
 		int m = r1 - r < rb ? r1 - r : rb;
 		for (int i = 0; i < m; i++) dq(w + (long)(r + i) * rowBytes, tile + (long)i * K, K);
-		FN(block)(tile, K, m, x, K, n, K, y + r, ldy);
+		FN(block)(tile, K, m, x, K, n, K, y + r, ldy, 0);
 	}
 	return 0;
 }
