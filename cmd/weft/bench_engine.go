@@ -32,9 +32,9 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	ctxLen := fs.Int("context", 64, "tokens already in each sequence's KV before decoding")
 	steps := fs.Int("steps", 16, "decode steps measured per batch size")
 	reps := fs.Int("prompt-reps", 5, "prompt chunks measured (after one warm-up)")
-	bandwidth := fs.Float64("bandwidth-gbs", 75, "memory bandwidth (GB/s) for the stated decode bound")
-	gflops := fs.Float64("gflops", 570, "float arithmetic peak (GFLOP/s) for the stated compute bound (default: this development machine's 2 cores x 285, vfmadd231ps, scripts/peak/peak.c)")
-	int8Gops := fs.Float64("int8-gops", 2220, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (default: 2 cores x 1110, vpdpbusd, scripts/peak/peak.c)")
+	bandwidth := fs.Float64("bandwidth-gbs", 0, "memory bandwidth (GB/s) for the stated decode bound (0: measure it, a streaming read of 256 MiB on every compute thread)")
+	gflops := fs.Float64("gflops", 0, "float arithmetic peak (GFLOP/s) for the stated compute bound (0: measure it, vfmadd231ps chains in registers on every compute thread)")
+	int8Gops := fs.Float64("int8-gops", 0, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (0: measure it, vpdpbusd chains)")
 	format := fs.String("format", "table", "table or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,6 +49,22 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 || *reps < 1 {
 		return fmt.Errorf("--prompt, --steps, --prompt-reps must be >= 1 and --context >= 0")
+	}
+	if *bandwidth <= 0 || *gflops <= 0 || *int8Gops <= 0 {
+		// Measured before the model is loaded, with nothing else running.
+		pk := quant.MeasurePeaks(make([]float32, 64<<20))
+		if *bandwidth <= 0 {
+			*bandwidth = pk.BandwidthGBs
+		}
+		if *gflops <= 0 {
+			*gflops = pk.GFLOPS
+		}
+		if *int8Gops <= 0 {
+			*int8Gops = pk.Int8GOPS
+		}
+		if *gflops <= 0 { // no SIMD kernels: a nominal figure keeps the bound finite
+			*gflops = 1
+		}
 	}
 	var (
 		m   *runtime.Model
@@ -75,7 +91,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	addFLOPs := func(ti *gguf.TensorInfo) {
 		f := 2 * float64(ti.NumElements())
 		flopsPerToken += f
-		if quant.Int8Products(ti.Type, int(ti.Dims[0])) {
+		if quant.Int8Products(ti.Type, int(ti.Dims[0])) && *int8Gops > 0 {
 			int8 = true
 			secsPerToken += f / (*int8Gops * 1e9)
 		} else {

@@ -152,6 +152,7 @@ static int weft_tile_rows(int K, int n) {
 
 #include "kern_vnni.h"
 #include "kern_i8.h"
+#include "kern_peak.h"
 
 // ISA selectors passed from Go.
 enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };

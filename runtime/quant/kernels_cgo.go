@@ -104,3 +104,17 @@ func roundF16sFast(dst, src []float32) bool {
 	C.weft_round_f16s(C.int(activeISA-isaC), (*C.float)(&dst[0]), (*C.float)(&src[0]), C.long(len(dst)))
 	return true
 }
+
+// peakOps runs the peak loop of kind (0 float FMA, 1 VNNI int8) on this
+// thread and returns the operations it did (0: no such instructions).
+func peakOps(kind int, iters int) float64 {
+	if activeISA < isaC {
+		return 0
+	}
+	var sink C.double
+	return float64(C.weft_peak(C.int(activeISA-isaC), C.int(kind), C.long(iters), &sink))
+}
+
+func streamSum(p []float32) float32 {
+	return float32(C.weft_stream_sum((*C.float)(&p[0]), C.long(len(p))))
+}

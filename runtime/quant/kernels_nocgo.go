@@ -22,3 +22,13 @@ func roundF16sFast(dst, src []float32) bool              { return false }
 func prepKind(isaKind, Weight, int) (kind, bytes int) { return 0, 0 }
 
 func prepActivations(int, []float32, int, int, []byte) {}
+
+func peakOps(kind int, iters int) float64 { return 0 }
+
+func streamSum(p []float32) float32 {
+	var s float32
+	for _, v := range p {
+		s += v
+	}
+	return s
+}
