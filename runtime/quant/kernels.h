@@ -81,10 +81,13 @@ static int weft_gemm_pays(int type, int K, int n) {
 // into the float tile once, as it dequantizes the other types, instead of
 // converting every weight vector in registers once per token group
 // (vcvtph2ps costs as much as the FMAs it feeds there). Zen 2, one core,
-// 768x2048: 19 against 15 GFLOP/s at 2 tokens, 31 against 22 at 16, 37
-// against 23 at 128; the same for one token.
+// 768x2048 in cache: 31 against 22 GFLOP/s at 16 tokens, 37 against 23 at
+// 128, about even at 2-4. With the weights coming from memory (weft bench
+// --engine, synth-110m F16) the in-register path, which prefetches the
+// rows it streams, stays ahead below 8 tokens: decode 4 113 against 97-100
+// tokens/s with the tile from 2 tokens on; decode 16 159-162 -> 177.
 #ifndef WEFT_F16_TILE_N
-#define WEFT_F16_TILE_N 2
+#define WEFT_F16_TILE_N 8
 #endif
 
 // WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
