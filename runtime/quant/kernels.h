@@ -43,13 +43,19 @@ static float *weft_scratch(int slot, long n) {
 // than the dot-product kernel at 64 and 128 tokens and was removed; the
 // int8 one wins because a 4-byte weight broadcast feeds 64 products.)
 #define WEFT_VNNI_MAX_N 24
-// WEFT_I8_MAX_N: below it, AVX2 CPUs take the integer row kernels
-// (kern_i8.h) for the types they know. Measured on Zen 2 (two threads,
-// BenchmarkMatMul, 768x2048 and 2048x768): 2-10x the float kernels' speed
-// for one token, 1.4-3.7x for four, even at sixteen, and 0.5-0.9x from 64,
-// where the float kernels share each dequantized row among more tokens.
+// WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K): below them,
+// AVX2 CPUs take the integer row kernels (kern_i8.h). Measured on Zen 2
+// (two threads, BenchmarkMatMul, 768x2048 and 2048x768): 2-10x the float
+// kernels' speed for one token, 1.4-3.7x for four, about even at sixteen,
+// and 0.5-0.9x from 64, where the float kernels share each dequantized row
+// among more tokens. In weft bench --engine at 16 sequences, Q4_K_M gave
+// 145-150 tokens/s with the integer kernels against 127-132 without, Q8_0
+// 163-165 against 171-173; at 32, Q4_K_M 125-147 against 160-167.
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
+#endif
+#ifndef WEFT_I8_MAX_N_K
+#define WEFT_I8_MAX_N_K 17
 #endif
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
@@ -174,7 +180,8 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 // integer row kernels of kern_i8.h.
 static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
-	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < WEFT_I8_MAX_N && i8_ok(type, K);
+	int maxn = type == 12 || type == 14 ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
+	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && i8_ok(type, K);
 #else
 	return 0;
 #endif
