@@ -184,6 +184,10 @@ static inline __attribute__((always_inline)) void i8_rows(const int type, const 
 	const int nb = K / 32;
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
+		// one token: the weights stream from memory; fetch the row after
+		// next while this one is computed (within the caller's rows only)
+		if (n == 1 && r + 2 < r1)
+			for (long off = 0; off < rowBytes; off += 64) _mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
 		int t = 0;
 		for (; t + 4 <= n; t += 4)
 			i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, 4);
