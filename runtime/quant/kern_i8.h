@@ -121,22 +121,24 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 		for (int sb = 0; sb < K / 256; sb++) {
 			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
 			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
-			int s[8], m[8];
-			for (int j = 0; j < 4; j++) {
-				s[j] = sc[j] & 63;
-				m[j] = sc[j + 4] & 63;
-				s[j + 4] = (sc[j + 8] & 15) | ((sc[j] >> 6) << 4);
-				m[j + 4] = (sc[j + 8] >> 4) | ((sc[j + 4] >> 6) << 4);
-			}
-			// built in registers: a vector load of m[] just written byte by
-			// byte stalls on store forwarding (14% of the kernel in perf)
-			__m256i mi = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
-			__m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mi));
+			// 8 six-bit scales and 8 mins from 12 bytes, four at a time
+			uint32_t a0, a1, a2;
+			memcpy(&a0, sc, 4);
+			memcpy(&a1, sc + 4, 4);
+			memcpy(&a2, sc + 8, 4);
+			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
+			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
+			__m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+			// the scales as int16 in both 128-bit halves; vpshufb broadcasts one
+			__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
 			for (int t = 0; t < NT; t++) cor[t] = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xs + (long)t * nb + 8 * sb), cor[t]);
 			for (int j = 0; j < 4; j++) {
 				__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
 				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-				__m256i s0 = _mm256_set1_epi16((short)s[2 * j]), s1 = _mm256_set1_epi16((short)s[2 * j + 1]);
+				__m256i s0 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j)))),
+					s1 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
 				int b = 8 * sb + 2 * j, col = 32 * b;
 				for (int t = 0; t < NT; t++) {
 					__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, I8X(t, col)), s0);
