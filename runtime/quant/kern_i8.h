@@ -155,7 +155,8 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 			float d = _cvtsh_ss((uint16_t)(blk[208] | blk[209] << 8));
 			for (int h = 0; h < 2; h++) {
 				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
-				const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);
+				// this half's 8 scales as int16 in both 128-bit halves
+				__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h))));
 				__m256i L0 = _mm256_loadu_si256((const __m256i *)ql), L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
 				__m256i H = _mm256_loadu_si256((const __m256i *)qh);
 				for (int g = 0; g < 4; g++) {
@@ -166,7 +167,9 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 					__m256i hb = _mm256_and_si256(g == 0 ? H : _mm256_srli_epi16(H, 2 * g), m2);
 					__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
 					// pair sums 0-7 are columns 0-15 (scale 2g), 8-15 columns 16-31 (2g+1)
-					__m256i scl = _mm256_set_m128i(_mm_set1_epi16(sc[2 * g + 1]), _mm_set1_epi16(sc[2 * g]));
+					__m256i scl = _mm256_shuffle_epi8(
+						s16, _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g + 1))),
+								      _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g)))));
 					int b = 8 * sb + 4 * h + g, col = 32 * b;
 					for (int t = 0; t < NT; t++) {
 						__m256i x = I8X(t, col);
