@@ -216,11 +216,12 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	if *format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes,
+			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes, "kernels": quant.ISA(), "threads": quant.Workers(),
 			"bandwidth_gbs": *bandwidth, "gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
 		})
 	}
-	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token\n", m.Name, m.TypeSummary(), weightBytes, flopsPerToken)
+	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token; %s kernels, %d compute threads\n",
+		m.Name, m.TypeSummary(), weightBytes, flopsPerToken, quant.ISA(), quant.Workers())
 	peak := fmt.Sprintf("%.0f GFLOP/s", *gflops)
 	if int8 {
 		peak += fmt.Sprintf(" (int8 products: %.0f GOPS)", *int8Gops)
