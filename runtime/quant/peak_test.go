@@ -3,9 +3,6 @@ package quant
 import "testing"
 
 func TestMeasurePeaks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes about a second")
-	}
 	p := MeasurePeaks(make([]float32, 4<<20))
 	t.Logf("%v kernels: %+v", ISA(), p)
 	if !(p.BandwidthGBs > 0) {
