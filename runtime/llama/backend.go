@@ -505,12 +505,7 @@ func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g
 	}
 	quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for r := range rows {
-		p := sq.Pos + r%T
-		row := sc[r*n : (r+1)*n]
-		quant.SoftmaxScaled(row[:p+1], scale, b.f16)
-		clear(row[p+1:])
-	}
+	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, b.f16)
 	quant.MatMul(og, f32Weight(vt, hd, n), sc, rows)
 	for r := range rows {
 		h, j := g*group+r/T, r%T

@@ -121,6 +121,30 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 	}
 }
 
+// SoftmaxCausal applies SoftmaxScaled to the score rows of a prompt chunk:
+// sc holds rows rows of n scores, ordered (head, token) for T tokens from
+// position pos0, and row r covers positions 0..pos0+r%T (its remaining
+// entries are set to zero). One call does them all (the C kernels: one cgo
+// call per attention group, not one or two per row).
+func SoftmaxCausal(sc []float32, rows, n, T, pos0 int, scale float32, round bool) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	sc = sc[:rows*n]
+	if T <= 0 || pos0+T > n {
+		panic("quant.SoftmaxCausal: tokens past the scored positions")
+	}
+	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, scale, round) {
+		return
+	}
+	for r := range rows {
+		row := sc[r*n : (r+1)*n]
+		p := pos0 + r%T
+		SoftmaxScaled(row[:p+1], scale, round)
+		clear(row[p+1:])
+	}
+}
+
 // SoftmaxScaled replaces row by softmax(row·scale) as ggml computes it:
 // scale, max, exp(x-max) (Exps), a float64 sum, multiplication by
 // float32(1/sum), and the weights rounded to F16 when round is set (an F16

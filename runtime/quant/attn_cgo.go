@@ -23,3 +23,14 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 		C.int(kv.HeadDim), C.int(n), C.float(scale), (*C.float)(&scratch[0]))
 	return true
 }
+
+// softmaxCausalFast runs the C kernel of SoftmaxCausal.
+func softmaxCausalFast(sc []float32, rows, n, T, pos0 int, scale float32, round bool) bool {
+	wh := 0
+	if round {
+		wh = 1
+	}
+	isa := min(activeISA, isaAVX512) - isaC
+	C.watt_softmax_causal(C.int(isa), (*C.float)(&sc[0]), C.int(rows), C.int(n), C.int(T), C.int(pos0), C.float(scale), C.int(wh))
+	return true
+}

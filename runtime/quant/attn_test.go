@@ -183,3 +183,71 @@ func TestAttendChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestSoftmaxCausal checks the batched prompt softmax against a float64
+// softmax of each row's causal prefix, on every kernel set: the prefix sums
+// to one and matches within the exponential's error (one F16 step when the
+// weights are rounded), the rest of the row is zero, and nothing past the
+// rows is written.
+func TestSoftmaxCausal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, cs := range []struct{ group, T, pos0 int }{{1, 1, 0}, {2, 5, 0}, {2, 17, 3}, {4, 9, 40}, {1, 128, 0}} {
+		rows, n := cs.group*cs.T, cs.pos0+cs.T
+		src := make([]float32, rows*n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * 8)
+		}
+		const scale = 0.125
+		for _, round := range []bool{false, true} {
+			for _, isa := range availableISAs() {
+				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d", isa, round, cs.group, cs.T, cs.pos0)
+				got := append(append([]float32(nil), src...), 42)
+				old := setISA(isa)
+				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, scale, round)
+				setISA(old)
+				if got[rows*n] != 42 {
+					t.Errorf("%s: wrote past the rows", name)
+				}
+				for r := range rows {
+					l := cs.pos0 + r%cs.T + 1
+					mx := math.Inf(-1)
+					for _, x := range src[r*n : r*n+l] {
+						mx = max(mx, float64(x)*scale)
+					}
+					var sum, gsum float64
+					for _, x := range src[r*n : r*n+l] {
+						sum += math.Exp(float64(x)*scale - mx)
+					}
+					for p := range n {
+						g := float64(got[r*n+p])
+						if p >= l {
+							if g != 0 {
+								t.Fatalf("%s: row %d position %d past the prefix = %g, want 0", name, r, p, g)
+							}
+							continue
+						}
+						gsum += g
+						want := math.Exp(float64(src[r*n+p])*scale-mx) / sum
+						tol := 1e-6*want + 1e-9
+						if round {
+							tol += want / 1024 // one F16 step
+						}
+						if d := math.Abs(g - want); !(d <= tol) {
+							t.Fatalf("%s: row %d position %d = %g, want %g (±%.2g)", name, r, p, g, want, tol)
+						}
+					}
+					if d := math.Abs(gsum - 1); !(d <= 1e-5+float64(l)/2048*b2f(round)) {
+						t.Fatalf("%s: row %d sums to %g", name, r, gsum)
+					}
+				}
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -82,6 +82,15 @@ static void watt_attend(int isa, int wh, float *out, const float *q, int nq, con
 	attend_f_gen(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
 }
 
+// watt_softmax_causal: softmax_causal (kern body) for the chosen ISA.
+static void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
+#if WATT_X86
+	if (isa >= WATT_AVX512) return softmax_causal_avx512(sc, rows, n, T, pos0, scale, wh);
+	if (isa >= WATT_AVX2) return softmax_causal_avx2(sc, rows, n, T, pos0, scale, wh);
+#endif
+	softmax_causal_gen(sc, rows, n, T, pos0, scale, wh);
+}
+
 #else // WATT_BODY: one instruction set's kernels (SFX, VW defined)
 
 #define WCAT_(a, b) a##b
@@ -324,7 +333,10 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 // asoftmax: row = softmax(row*scale) in ggml's order (see the file comment),
 // rounded to F16 when WH. The float64 sum runs in VW lanes (its rounding
 // is far below float32's).
-typedef double AF(avd) __attribute__((vector_size(VW * 8)));
+// (Two half-width sums: one vector of VW doubles is wider than a register
+// and made GCC keep it on the stack, a store-to-load chain per iteration.)
+typedef float AF(avfh) __attribute__((vector_size(VW * 2)));
+typedef double AF(avdh) __attribute__((vector_size(VW * 4)));
 static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
 	int p = 0;
@@ -342,14 +354,19 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 		row[p] = x;
 		if (x > mx || x != x) mx = x;
 	}
-	AF(avd) sd = {0};
+	AF(avdh) s0 = {0}, s1 = {0};
 	for (p = 0; p + VW <= n; p += VW) {
 		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - mx);
 		AF(ast)(row + p, e);
-		sd += __builtin_convertvector(e, AF(avd));
+		AF(avfh) lo, hi;
+		memcpy(&lo, &e, sizeof lo);
+		memcpy(&hi, (const char *)&e + sizeof lo, sizeof hi);
+		s0 += __builtin_convertvector(lo, AF(avdh));
+		s1 += __builtin_convertvector(hi, AF(avdh));
 	}
 	double sum = 0, dl[VW];
-	memcpy(dl, &sd, sizeof dl);
+	memcpy(dl, &s0, sizeof s0);
+	memcpy(dl + VW / 2, &s1, sizeof s1);
 	for (int i = 0; i < VW; i++) sum += dl[i];
 	if (p < n) {
 		float a[VW] = {0};
@@ -362,6 +379,22 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
 	for (; p < n; p++) row[p] *= inv;
 	if (WH) AF(around)(row, row, n);
+}
+
+// softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
+// (head, token) with T tokens from position pos0: row r attends to
+// positions 0..pos0 + r%T, softmaxed as asoftmax does; the rest is zeroed.
+static void AF(softmax_causal)(float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
+	for (int r = 0; r < rows; r++) {
+		float *row = sc + (long)r * n;
+		int len = pos0 + r % T + 1;
+		if (len > n) len = n;
+		if (wh)
+			AF(asoftmax)(row, len, scale, 1);
+		else
+			AF(asoftmax)(row, len, scale, 0);
+		memset(row + len, 0, (size_t)(n - len) * 4);
+	}
 }
 
 static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
