@@ -86,31 +86,37 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	// FLOPs at the peak of the instructions its kernel uses (int8 dot
 	// products where quant.Int8Products says so, float FMAs otherwise).
 	var weightBytes int64
-	var flopsPerToken, secsPerToken float64
+	// outSecs is the output matrix's share: a prompt chunk computes logits
+	// for its last token only, so its bound leaves the rest out.
+	var flopsPerToken, secsPerToken, outSecs float64
 	int8 := false
-	addFLOPs := func(ti *gguf.TensorInfo) {
+	addFLOPs := func(ti *gguf.TensorInfo, output bool) {
 		f := 2 * float64(ti.NumElements())
 		flopsPerToken += f
+		s := f / (*gflops * 1e9)
 		if quant.Int8Products(ti.Type, int(ti.Dims[0])) && *int8Gops > 0 {
 			int8 = true
-			secsPerToken += f / (*int8Gops * 1e9)
-		} else {
-			secsPerToken += f / (*gflops * 1e9)
+			s = f / (*int8Gops * 1e9)
+		}
+		secsPerToken += s
+		if output {
+			outSecs += s
 		}
 	}
 	for i := range m.File.Tensors {
 		ti := &m.File.Tensors[i]
 		weightBytes += int64(len(ti.Data))
 		if len(ti.Dims) == 2 && ti.Name != "token_embd.weight" {
-			addFLOPs(ti)
+			addFLOPs(ti, ti.Name == "output.weight")
 		}
 	}
 	if _, separate := m.File.Tensor("output.weight"); !separate {
 		if emb, ok := m.File.Tensor("token_embd.weight"); ok { // tied output
-			addFLOPs(emb)
+			addFLOPs(emb, true)
 		}
 	}
 	computeBound := 1 / secsPerToken
+	promptBound := 1 / (secsPerToken - outSecs + outSecs/float64(*promptLen))
 	const bs = 16
 	vocab := hp.VocabSize
 	tok := func(i int) int32 { return int32(3 + i%(vocab-3)) }
@@ -156,7 +162,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		b.Close()
 		rows = append(rows, row{Name: fmt.Sprintf("prompt %d", *promptLen), Seqs: 1,
 			TokensPerSec: float64(*reps**promptLen) / el.Seconds(), StepMS: el.Seconds() * 1000 / float64(*reps),
-			BoundPerSec: computeBound, BoundKind: "compute"})
+			BoundPerSec: promptBound, BoundKind: "compute"})
 	}
 
 	// Decode: n sequences, each with ctxLen tokens of context, one token each per step.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -43,5 +44,35 @@ func TestBenchEngineJSON(t *testing.T) {
 	}
 	if err := runBench(context.Background(), []string{"--engine", "--seqs", "0"}, io.Discard, io.Discard); err == nil {
 		t.Error("--seqs 0 accepted")
+	}
+}
+
+// TestBenchEnginePromptBound: a prompt chunk computes logits for its last
+// token only, so its compute bound leaves the output matrix out for the
+// others (stories260K: 512 x 64 output.weight, 2 FLOP per weight).
+func TestBenchEnginePromptBound(t *testing.T) {
+	var out bytes.Buffer
+	args := []string{"--engine", "--model", shareddata.Path(t, "models/stories260K.gguf"), "--seqs", "1", "--prompt", "20",
+		"--steps", "1", "--prompt-reps", "1", "--gflops", "10", "--int8-gops", "10", "--bandwidth-gbs", "1e6", "--format", "json"}
+	if err := runBench(context.Background(), args, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		FLOPs   float64 `json:"flops_per_token"`
+		Results []struct {
+			Bound float64 `json:"bound_tokens_per_second"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Results) != 2 {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	const outFLOPs = 2 * 512 * 64
+	wantDecode := 10e9 / got.FLOPs
+	wantPrompt := 10e9 / (got.FLOPs - outFLOPs + outFLOPs/20.0)
+	if b := got.Results[1].Bound; math.Abs(b-wantDecode) > 1e-6*wantDecode {
+		t.Errorf("decode bound %v, want %v", b, wantDecode)
+	}
+	if b := got.Results[0].Bound; math.Abs(b-wantPrompt) > 1e-6*wantPrompt {
+		t.Errorf("prompt bound %v, want %v", b, wantPrompt)
 	}
 }
