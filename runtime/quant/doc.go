@@ -81,7 +81,7 @@
 //     pairs (scaling them by a K-quant's sub-block scale), one FMA per
 //     block adds dw*dx times the sum. Q8_0's signs move onto the
 //     activations (|w| * sign(x, w)) so no pair sum saturates; Q6_K's -32
-//     is taken off in integers. On Zen 2 (two threads): 2-10x the float
+//     is taken off in integers. On Zen 1 (two threads): 2-10x the float
 //     kernels for one token, 1.4-3.7x for four; from 64 tokens the float
 //     kernels, which share each dequantized row among more tokens, win.
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.

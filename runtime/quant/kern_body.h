@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 // pf: how many rows from w on may be prefetched (0 for a tile). When w is
 // the weight matrix itself, streamed from memory, the 4-row micro-kernel
 // prefetches the next 4 rows, as far as the caller's row range goes: past
-// a tile's end the addresses may be unmapped, and on Zen 2 under KVM such
+// a tile's end the addresses may be unmapped, and on Zen 1 under KVM such
 // prefetches made Q8_0 products 25x slower.
 static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y,
 							      long ldy, const int WH, int pf) {

@@ -13,7 +13,7 @@
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
-// the registers than its floats (measured on Zen 2, two threads, one token,
+// the registers than its floats (measured on Zen 1, two threads, one token,
 // BenchmarkMatMul Q8_0 768x2048: 5.9 -> 15.1 GB/s of weights).
 #if WEFT_X86
 #pragma GCC push_options

@@ -44,7 +44,7 @@ static float *weft_scratch(int slot, long n) {
 // int8 one wins because a 4-byte weight broadcast feeds 64 products.)
 #define WEFT_VNNI_MAX_N 24
 // WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K): below them,
-// AVX2 CPUs take the integer row kernels (kern_i8.h). Measured on Zen 2
+// AVX2 CPUs take the integer row kernels (kern_i8.h). Measured on Zen 1
 // (two threads, BenchmarkMatMul, 768x2048 and 2048x768): 2-10x the float
 // kernels' speed for one token, 1.4-3.7x for four, about even at sixteen,
 // and 0.5-0.9x from 64, where the float kernels share each dequantized row
@@ -86,7 +86,7 @@ static int weft_gemm_pays(int type, int K, int n) {
 // WEFT_F16_TILE_N: from this many tokens, the AVX2 build converts F16 rows
 // into the float tile once, as it dequantizes the other types, instead of
 // converting every weight vector in registers once per token group
-// (vcvtph2ps costs as much as the FMAs it feeds there). Zen 2, one core,
+// (vcvtph2ps costs as much as the FMAs it feeds there). Zen 1, one core,
 // 768x2048 in cache: 31 against 22 GFLOP/s at 16 tokens, 37 against 23 at
 // 128, about even at 2-4. With the weights coming from memory (weft bench
 // --engine, synth-110m F16) the in-register path, which prefetches the

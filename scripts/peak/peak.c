@@ -31,8 +31,12 @@ static double now(void) {
 int main(void) {
 	const long n = 100000000;
 	{
-		__m512i a0 = _mm512_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
-			a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+		// distinct starting values: equal chains stay equal, and GCC merged
+		// a6..a11 into one (7 instructions a round, counted as 12)
+		__m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
+			a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
+			a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7), a8 = _mm512_set1_epi32(8),
+			a9 = _mm512_set1_epi32(9), a10 = _mm512_set1_epi32(10), a11 = _mm512_set1_epi32(11);
 		__m512i x = _mm512_set1_epi8(3), w = _mm512_set1_epi8(5);
 #define DP(a) _mm512_dpbusd_epi32(a, x, w)
 		double t0 = now();
@@ -48,8 +52,9 @@ int main(void) {
 		       _mm512_reduce_add_epi32(s) & 1);
 	}
 	{
-		__m512 a0 = _mm512_set1_ps(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-		       a9 = a0, a10 = a0, a11 = a0;
+		__m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2), a3 = _mm512_set1_ps(3),
+		       a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5), a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7),
+		       a8 = _mm512_set1_ps(8), a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);
 		__m512 x = _mm512_set1_ps(0.5f), w = _mm512_set1_ps(0.25f);
 #define FM(a) _mm512_fmadd_ps(a, x, w)
 		double t0 = now();
