@@ -75,13 +75,16 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more).
-//   - Few tokens (n < 16), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI
-//     (kern_i8.h): the same per-32 int8 activations; vpmaddubsw multiplies
-//     32 weight bytes with 32 activations into pair sums, vpmaddwd adds the
-//     pairs (scaling them by a K-quant's sub-block scale), one FMA per
-//     block adds dw*dx times the sum. Q8_0's signs move onto the
-//     activations (|w| * sign(x, w)) so no pair sum saturates; Q6_K's -32
-//     is taken off in integers. On Zen 1 (two threads): 2-10x the float
+//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI
+//     (kern_i8.h): int8 activations, per 32 columns for Q8_0/Q4_0 and per
+//     256 for the K-quants (llama.cpp's Q8_K; a super-block then adds up
+//     in integers); vpmaddubsw multiplies 32 weight bytes with 32
+//     activations into pair sums, vpmaddwd adds the pairs (scaling them by
+//     a K-quant's sub-block scale), one FMA per block (super-block) adds
+//     d*dx times the sum. Q8_0's signs move onto the activations
+//     (|w| * sign(x, w)) so no pair sum saturates; Q4_K's mins and Q6_K's
+//     -32 come off through 16-column activation sums. On Zen 1 (two
+//     threads): 2-10x the float
 //     kernels for one token, 1.4-3.7x for four; from 64 tokens the float
 //     kernels, which share each dequantized row among more tokens, win.
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.

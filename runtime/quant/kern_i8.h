@@ -1,15 +1,22 @@
 // kern_i8.h: integer row kernels for AVX2 CPUs without VNNI (Q8_0, Q4_0,
-// Q4_K, Q6_K). Activations are quantized per token and 32-column block to
-// int8 (dx = amax/127), as the VNNI kernels and llama.cpp do; weights stay
-// in their blocks. One vpmaddubsw multiplies 32 unsigned weight bytes with
-// 32 signed activations into 16 pair sums, one vpmaddwd adds the pairs (or,
-// for the K-quants, scales them by the sub-block's integer scale), and one
-// FMA adds the block to the token's float accumulator:
-//     acc += float(I) * (dw * dx)
-// Offsets are taken off with the block's activation sum xs = dx * sum(q):
-// Q4_0 -8 dw xs, Q4_K -dmin m xs; Q6_K's -32 is taken off in integers (its
-// scales change every 16 columns). Q8_0 weights are signed: the sign of w
-// moves onto the activations (|w| * sign(x, w)), so no pair sum saturates.
+// Q4_K, Q6_K). Weights stay in their blocks; activations are quantized per
+// token to int8. One vpmaddubsw multiplies 32 unsigned weight bytes with 32
+// signed activations into 16 pair sums and one vpmaddwd adds the pairs (or,
+// for the K-quants, scales them by the sub-block's integer scale).
+//   - Q8_0, Q4_0 (i8_row): one activation scale per 32 columns (dx =
+//     amax/127), as the VNNI kernels and llama.cpp do, and one FMA a block:
+//     acc += float(I) * (dw * dx). Q4_0's -8 comes off with the block's
+//     activation sum xs = dx * sum(q). Q8_0 weights are signed: the sign of
+//     w moves onto the activations (|w| * sign(x, w)), so no pair sum
+//     saturates.
+//   - Q4_K, Q6_K (i8k_row): one activation scale per 256-column super-block
+//     (llama.cpp's Q8_K), so a super-block adds up in integers and takes
+//     one conversion and FMA, not one every 32 columns. Q4_K's mins and
+//     Q6_K's -32 come off through the sums of q over each 16 columns.
+//     Measured against the per-32 version (two threads, Q4_K_M synth-110m,
+//     weft bench --engine): decode 1 +10 %, decode 4 +27-30 %; and the
+//     AVX2 build now gives llama.cpp's Q4_K logits to 4e-5 on
+//     ../shared/synth (TestSynthGolden; 1.33 with per-32 activations).
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
@@ -71,6 +78,132 @@ static void i8_prep(const float *x, int n, int K, uint8_t *out) {
 		}
 }
 
+// i8k_prep: the K-quants' activations (Q4_K, Q6_K), quantized per token and
+// 256-column super-block, as llama.cpp's Q8_K: one scale a super-block lets
+// the kernel add a whole super-block in integers (the sub-block scales
+// applied by vpmaddwd) before one conversion and FMA, where per-32 scales
+// cost a conversion, a scale and an FMA every 32 columns. Layout for n
+// tokens of K values: qx[n][K] int8, then d[n][K/256] floats, then
+// bs[n][K/16] int16 (the sums of q over each 16 columns: Q4_K's mins and
+// Q6_K's -32 offset come off through them).
+static long i8k_prep_bytes(int K, int n) { return (long)n * K + (long)n * (K / 256) * 4 + (long)n * (K / 16) * 2; }
+
+static void i8k_prep(const float *x, int n, int K, uint8_t *out) {
+	const int nsb = K / 256;
+	int8_t *qx = (int8_t *)out;
+	float *dd = (float *)(out + (long)n * K);
+	int16_t *bs = (int16_t *)(dd + (long)n * nsb);
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	for (int t = 0; t < n; t++)
+		for (int sb = 0; sb < nsb; sb++) {
+			const float *p = x + (long)t * K + 256 * sb;
+			__m256 a = _mm256_setzero_ps();
+			for (int i = 0; i < 256; i += 8) a = _mm256_max_ps(a, _mm256_and_ps(_mm256_loadu_ps(p + i), absm));
+			float amax = i8_hmax(a);
+			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+			dd[(long)t * nsb + sb] = d;
+			__m256 s = _mm256_set1_ps(id);
+			for (int b = 0; b < 8; b++) {
+				const float *pb = p + 32 * b;
+				__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb), s)),
+					i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 8), s)),
+					i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 16), s)),
+					i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 24), s));
+				int16_t *bo = bs + (long)t * (K / 16) + 16 * sb + 2 * b;
+				bo[0] = (int16_t)i8_hsum_i32(_mm256_add_epi32(i0, i1));
+				bo[1] = (int16_t)i8_hsum_i32(_mm256_add_epi32(i2, i3));
+				__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+				_mm256_storeu_si256((__m256i *)(qx + (long)t * K + 256 * sb + 32 * b), _mm256_permutevar8x32_epi32(q, order));
+			}
+		}
+}
+
+// i8k_row: one Q4_K or Q6_K row times NT (1..4) tokens on i8k_prep's
+// layout; qx, dd, bs point at the first token (strides K, K/256, K/16).
+static inline __attribute__((always_inline)) void i8k_row(const int type, const uint8_t *row, int K, const int8_t *qx,
+							   const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
+	const int nsb = K / 256;
+	__m256 acc[4];
+	for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+#define I8X(t, col) _mm256_loadu_si256((const __m256i *)(qx + (long)(t) * K + (col)))
+#define I8BS(t, sb) _mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb)))
+	if (type == 12) { // Q4_K: 144-byte super-blocks of 256
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
+			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
+			uint32_t a0, a1, a2;
+			memcpy(&a0, sc, 4);
+			memcpy(&a1, sc + 4, 4);
+			memcpy(&a2, sc + 8, 4);
+			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
+			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
+			__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+			// each min twice, for the two 16-column sums of its sub-block
+			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+			__m256i isum[4];
+			for (int t = 0; t < NT; t++) isum[t] = _mm256_setzero_si256();
+			for (int j = 0; j < 4; j++) {
+				__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+				__m256i s0 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j)))),
+					s1 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
+				int col = 256 * sb + 64 * j;
+				for (int t = 0; t < NT; t++) {
+					__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, I8X(t, col)), s0);
+					__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, I8X(t, col + 32)), s1);
+					isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+				}
+			}
+			for (int t = 0; t < NT; t++) {
+				float dx = dd[(long)t * nsb + sb];
+				__m256i mn = _mm256_madd_epi16(I8BS(t, sb), m16);
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dx), acc[t]);
+				acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mn), _mm256_set1_ps(dmin * dx), acc[t]);
+			}
+		}
+	} else { // Q6_K: 210-byte super-blocks: ql[128], qh[64], 16 int8 scales, f16 d
+		const __m256i m2 = _mm256_set1_epi8(0x03);
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 210 * sb;
+			float d = _cvtsh_ss((uint16_t)(blk[208] | blk[209] << 8));
+			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j)
+			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 192)));
+			__m256i isum[4];
+			for (int t = 0; t < NT; t++) isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(I8BS(t, sb), sc16), 5);
+			for (int t = 0; t < NT; t++) isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), isum[t]);
+			for (int h = 0; h < 2; h++) {
+				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+				__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h))));
+				__m256i L0 = _mm256_loadu_si256((const __m256i *)ql), L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+				__m256i H = _mm256_loadu_si256((const __m256i *)qh);
+				for (int g = 0; g < 4; g++) {
+					__m256i lo = g == 0 ? _mm256_and_si256(L0, m4)
+						     : g == 1 ? _mm256_and_si256(L1, m4)
+						     : g == 2 ? _mm256_and_si256(_mm256_srli_epi16(L0, 4), m4)
+							      : _mm256_and_si256(_mm256_srli_epi16(L1, 4), m4);
+					__m256i hb = _mm256_and_si256(g == 0 ? H : _mm256_srli_epi16(H, 2 * g), m2);
+					__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+					__m256i scl = _mm256_shuffle_epi8(
+						s16, _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g + 1))),
+								      _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g)))));
+					int col = 256 * sb + 128 * h + 32 * g;
+					for (int t = 0; t < NT; t++)
+						isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, I8X(t, col)), scl));
+				}
+			}
+			for (int t = 0; t < NT; t++)
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dd[(long)t * nsb + sb]), acc[t]);
+		}
+	}
+#undef I8X
+#undef I8BS
+	for (int t = 0; t < NT; t++) out[t * ldo] = i8_hsum(acc[t]);
+}
+
 // i8_ok: whether the AVX2 integer kernels handle this product.
 static int i8_ok(int type, int K) {
 	switch (type) {
@@ -117,69 +250,6 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 			}
 		}
 		for (int t = 0; t < NT; t++) cor[t] = _mm256_setr_ps(c[t], 0, 0, 0, 0, 0, 0, 0);
-	} else if (type == 12) { // Q4_K: 144-byte super-blocks of 256
-		for (int sb = 0; sb < K / 256; sb++) {
-			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
-			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
-			// 8 six-bit scales and 8 mins from 12 bytes, four at a time
-			uint32_t a0, a1, a2;
-			memcpy(&a0, sc, 4);
-			memcpy(&a1, sc + 4, 4);
-			memcpy(&a2, sc + 8, 4);
-			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
-			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
-			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
-			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
-			__m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
-			// the scales as int16 in both 128-bit halves; vpshufb broadcasts one
-			__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-			for (int t = 0; t < NT; t++) cor[t] = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xs + (long)t * nb + 8 * sb), cor[t]);
-			for (int j = 0; j < 4; j++) {
-				__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-				__m256i s0 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j)))),
-					s1 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
-				int b = 8 * sb + 2 * j, col = 32 * b;
-				for (int t = 0; t < NT; t++) {
-					__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, I8X(t, col)), s0);
-					__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, I8X(t, col + 32)), s1);
-					acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d * I8DX(t, b)), acc[t]);
-					acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d * I8DX(t, b + 1)), acc[t]);
-				}
-			}
-		}
-	} else { // Q6_K: 210-byte super-blocks: ql[128], qh[64], 16 int8 scales, f16 d
-		const __m256i m2 = _mm256_set1_epi8(0x03), c32 = _mm256_set1_epi8(32);
-		for (int sb = 0; sb < K / 256; sb++) {
-			const uint8_t *blk = row + 210 * sb;
-			float d = _cvtsh_ss((uint16_t)(blk[208] | blk[209] << 8));
-			for (int h = 0; h < 2; h++) {
-				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
-				// this half's 8 scales as int16 in both 128-bit halves
-				__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h))));
-				__m256i L0 = _mm256_loadu_si256((const __m256i *)ql), L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-				__m256i H = _mm256_loadu_si256((const __m256i *)qh);
-				for (int g = 0; g < 4; g++) {
-					__m256i lo = g == 0 ? _mm256_and_si256(L0, m4)
-						     : g == 1 ? _mm256_and_si256(L1, m4)
-						     : g == 2 ? _mm256_and_si256(_mm256_srli_epi16(L0, 4), m4)
-							      : _mm256_and_si256(_mm256_srli_epi16(L1, 4), m4);
-					__m256i hb = _mm256_and_si256(g == 0 ? H : _mm256_srli_epi16(H, 2 * g), m2);
-					__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
-					// pair sums 0-7 are columns 0-15 (scale 2g), 8-15 columns 16-31 (2g+1)
-					__m256i scl = _mm256_shuffle_epi8(
-						s16, _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g + 1))),
-								      _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * g)))));
-					int b = 8 * sb + 4 * h + g, col = 32 * b;
-					for (int t = 0; t < NT; t++) {
-						__m256i x = I8X(t, col);
-						__m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, x), _mm256_maddubs_epi16(c32, x));
-						acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, scl)),
-									 _mm256_set1_ps(d * I8DX(t, b)), acc[t]);
-					}
-				}
-			}
-		}
 	}
 #undef I8X
 #undef I8DX
@@ -207,10 +277,48 @@ static inline __attribute__((always_inline)) void i8_rows(const int type, const 
 	}
 }
 
-// matmul_i8: rows [r0, r1) for n tokens; prep is i8_prep's output for x,
-// or NULL to quantize here.
+static inline __attribute__((always_inline)) void i8k_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
+							    int r1, const int8_t *qx, const float *dd, const int16_t *bs, int n,
+							    float *y, long ldy) {
+	const int nsb = K / 256, nbs = K / 16;
+	for (int r = r0; r < r1; r++) {
+		const uint8_t *row = w + (long)r * rowBytes;
+		if (n == 1 && r + 2 < r1)
+			for (long off = 0; off < rowBytes; off += 64) _mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
+		int t = 0;
+		for (; t + 4 <= n; t += 4)
+			i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 4);
+		switch (n - t) {
+		case 1: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 1); break;
+		case 2: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 2); break;
+		case 3: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 3); break;
+		}
+	}
+}
+
+// i8_kquant: whether the type takes i8k_prep's per-256 activations.
+static int i8_kquant(int type) { return type == 12 || type == 14; }
+
+// matmul_i8: rows [r0, r1) for n tokens; prep is i8_prep's output for x
+// (i8k_prep's for the K-quants), or NULL to quantize here.
 static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *prep,
 		     int n, float *y, long ldy) {
+	if (i8_kquant(type)) {
+		if (!prep) {
+			uint8_t *scr = (uint8_t *)weft_scratch(0, (i8k_prep_bytes(K, n) + 3) / 4);
+			if (!scr) return -1;
+			i8k_prep(x, n, K, scr);
+			prep = scr;
+		}
+		const int8_t *qx = (const int8_t *)prep;
+		const float *dd = (const float *)(prep + (long)n * K);
+		const int16_t *bs = (const int16_t *)(dd + (long)n * (K / 256));
+		if (type == 12)
+			i8k_rows(12, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
+		else
+			i8k_rows(14, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
+		return 0;
+	}
 	if (!prep) {
 		uint8_t *scr = (uint8_t *)weft_scratch(0, (i8_prep_bytes(K, n) + 3) / 4);
 		if (!scr) return -1;
@@ -222,8 +330,6 @@ static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	switch (type) { // specialize i8_rows per type
 	case 8: i8_rows(8, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	case 2: i8_rows(2, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
-	case 12: i8_rows(12, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
-	case 14: i8_rows(14, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	default: return -1;
 	}
 	return 0;

@@ -50,12 +50,15 @@ static float *weft_scratch(int slot, long n) {
 // and 0.5-0.9x from 64, where the float kernels share each dequantized row
 // among more tokens. In weft bench --engine at 16 sequences, Q4_K_M gave
 // 145-150 tokens/s with the integer kernels against 127-132 without, Q8_0
-// 163-165 against 171-173; at 32, Q4_K_M 125-147 against 160-167.
+// 163-165 against 171-173; at 32, Q4_K_M 125-147 against 160-167. With
+// per-256 activations (kern_i8.h) the K-quant kernels run to 48 tokens:
+// Q4_K_M at 32 sequences 180-188 tokens/s against 162-173, at 64 177-181
+// against 185-201 for the float kernels.
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
 #endif
 #ifndef WEFT_I8_MAX_N_K
-#define WEFT_I8_MAX_N_K 17
+#define WEFT_I8_MAX_N_K 48
 #endif
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
@@ -187,6 +190,17 @@ static int weft_uses_i8(int isa, int type, int K, int n) {
 #endif
 }
 
+// weft_act_block: the columns that share one activation scale where
+// weft_uses_vnni says the activations are quantized: 256 for the AVX2
+// K-quant kernels (i8k_prep), 32 elsewhere.
+static int weft_act_block(int isa, int type, int K, int n) {
+#if WEFT_X86
+	if (weft_uses_i8(isa, type, K, n) && i8_kquant(type)) return 256;
+#endif
+	(void)isa, (void)type, (void)K, (void)n;
+	return 32;
+}
+
 static int weft_uses_vnni(int isa, int type, int K, int n) {
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n)) return 1;
@@ -201,7 +215,7 @@ static int weft_uses_vnni(int isa, int type, int K, int n) {
 // lanes, or quantized per row. (The float GEMM packs its panels per chunk,
 // on each worker: packing them once on the caller before the job measured
 // 3-5% slower for 128-token prompts, the workers waiting for it.)
-enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3 };
+enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3, WEFT_PREP_I8K = 4 };
 
 // weft_prep_kind: the kind of preparation the kernel for this product
 // wants, and (*bytes) the buffer weft_prep fills for it.
@@ -213,6 +227,10 @@ static int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 		return WEFT_PREP_LANE;
 	}
 	if (weft_uses_i8(isa, type, K, n)) {
+		if (i8_kquant(type)) {
+			*bytes = i8k_prep_bytes(K, n);
+			return WEFT_PREP_I8K;
+		}
 		*bytes = i8_prep_bytes(K, n);
 		return WEFT_PREP_I8;
 	}
@@ -229,6 +247,7 @@ static void weft_prep(int kind, const float *x, int n, int K, void *out) {
 	if (kind == WEFT_PREP_LANE) lane_prep(x, n, K, (uint8_t *)out);
 	if (kind == WEFT_PREP_VNNI) vnni_prep_all(x, n, K, (float *)out);
 	if (kind == WEFT_PREP_I8) i8_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_I8K) i8k_prep(x, n, K, (uint8_t *)out);
 #endif
 }
 

@@ -53,6 +53,15 @@ func usesQuantizedActivations(isa isaKind, w Weight, n int) bool {
 	return isa >= isaC && C.weft_uses_vnni(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n)) != 0
 }
 
+// activationBlock is the number of columns that share one 8-bit
+// activation scale where usesQuantizedActivations holds.
+func activationBlock(isa isaKind, w Weight, n int) int {
+	if isa < isaC {
+		return 32
+	}
+	return int(C.weft_act_block(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n)))
+}
+
 func dotC(isa isaKind, a, b []float32) float32 {
 	return float32(C.weft_dot(C.int(isa-isaC), (*C.float)(&a[0]), (*C.float)(&b[0]), C.long(len(a))))
 }

@@ -32,3 +32,5 @@ func streamSum(p []float32) float32 {
 	}
 	return s
 }
+
+func activationBlock(isaKind, Weight, int) int { return 32 }

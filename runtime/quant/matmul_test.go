@@ -88,23 +88,30 @@ func TestMatMulMatchesReference(t *testing.T) {
 				x := randomVec(rng, n*sh.cols)
 				want := make([]float32, n*sh.rows)
 				matMulRef(want, w, x, n)
-				bound := make([]float64, n*sh.rows)  // sum |w||x| per output
-				qbound := make([]float64, n*sh.rows) // sum |w| * (x block amax / 254): 8-bit x rounding
+				bound := make([]float64, n*sh.rows) // sum |w||x| per output
+				// qbound[blk]: sum |w| * (x block amax / 254), the 8-bit
+				// rounding of x with one scale per blk columns (32, or 256
+				// for the AVX2 K-quant kernels)
+				qbound := map[int][]float64{32: make([]float64, n*sh.rows), 256: make([]float64, n*sh.rows)}
 				row := make([]float32, sh.cols)
 				for r := range sh.rows {
 					w.Row(r, row)
 					for tok := range n {
 						xt := x[tok*sh.cols : (tok+1)*sh.cols]
-						amax := 0.0
 						for k, v := range row {
-							if k%32 == 0 {
-								amax = 0
-								for _, xv := range xt[k:min(k+32, len(xt))] {
-									amax = max(amax, math.Abs(float64(xv)))
-								}
-							}
 							bound[tok*sh.rows+r] += math.Abs(float64(v) * float64(xt[k]))
-							qbound[tok*sh.rows+r] += math.Abs(float64(v)) * amax / 254
+						}
+						for blk, qb := range qbound {
+							amax := 0.0
+							for k, v := range row {
+								if k%blk == 0 {
+									amax = 0
+									for _, xv := range xt[k:min(k+blk, len(xt))] {
+										amax = max(amax, math.Abs(float64(xv)))
+									}
+								}
+								qb[tok*sh.rows+r] += math.Abs(float64(v)) * amax / 254
+							}
 						}
 					}
 				}
@@ -112,6 +119,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 					name := fmt.Sprintf("%v/%dx%d/n=%d/%v", typ, sh.rows, sh.cols, n, isa)
 					old := setISA(isa)
 					quantized := usesQuantizedActivations(isa, w, n)
+					qb := qbound[activationBlock(isa, w, n)]
 					got := make([]float32, n*sh.rows+1)
 					got[len(got)-1] = 42 // guard
 					MatMul(got, w, x, n)
@@ -123,7 +131,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 					for i := range want {
 						tol := 1e-5*bound[i] + 1e-6
 						if quantized {
-							tol += 1.01 * qbound[i]
+							tol += 1.01 * qb[i]
 						}
 						if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
 							if bad < 3 {
