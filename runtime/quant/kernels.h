@@ -103,7 +103,9 @@ static int weft_gemm_pays(int type, int K, int n) {
 // kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the
 // tokens stream past it (8 rows of 768 measured ~20% faster than 32 rows
 // for Q8_0/Q4_K at 64-128 tokens).
+#ifndef WEFT_TILE_FLOATS
 #define WEFT_TILE_FLOATS 8192
+#endif
 
 // weft_tile_rows: rows dequantized per tile. Few tokens: 4 rows (the tile
 // stays in L1 for the one pass). More: WEFT_TILE_FLOATS of f32.
