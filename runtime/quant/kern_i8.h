@@ -256,45 +256,43 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 	for (int t = 0; t < NT; t++) out[t * ldo] = i8_hsum(_mm256_add_ps(acc[t], cor[t]));
 }
 
+// I8_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
+// tokens at a time (row, r and t in scope). With one token the weights
+// stream from memory: it fetches the row after next while this one is
+// computed (within the caller's rows only).
+#define I8_FOR_ROWS(ROW)                                                                                                 \
+	for (int r = r0; r < r1; r++) {                                                                                  \
+		const uint8_t *row = w + (long)r * rowBytes;                                                             \
+		if (n == 1 && r + 2 < r1)                                                                                \
+			for (long off = 0; off < rowBytes; off += 64)                                                    \
+				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);                     \
+		int t = 0;                                                                                               \
+		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
+		switch (n - t) {                                                                                         \
+		case 1: ROW(1); break;                                                                                   \
+		case 2: ROW(2); break;                                                                                   \
+		case 3: ROW(3); break;                                                                                   \
+		}                                                                                                        \
+	}
+
 static inline __attribute__((always_inline)) void i8_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							   int r1, const int8_t *qx, const float *dx, const float *xs, int n,
 							   float *y, long ldy) {
 	const int nb = K / 32;
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *row = w + (long)r * rowBytes;
-		// one token: the weights stream from memory; fetch the row after
-		// next while this one is computed (within the caller's rows only)
-		if (n == 1 && r + 2 < r1)
-			for (long off = 0; off < rowBytes; off += 64) _mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
-		int t = 0;
-		for (; t + 4 <= n; t += 4)
-			i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, 4);
-		switch (n - t) {
-		case 1: i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, 1); break;
-		case 2: i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, 2); break;
-		case 3: i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, 3); break;
-		}
-	}
+#define I8_ROW(NT) i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, NT)
+	I8_FOR_ROWS(I8_ROW)
+#undef I8_ROW
 }
 
 static inline __attribute__((always_inline)) void i8k_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							    int r1, const int8_t *qx, const float *dd, const int16_t *bs, int n,
 							    float *y, long ldy) {
 	const int nsb = K / 256, nbs = K / 16;
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *row = w + (long)r * rowBytes;
-		if (n == 1 && r + 2 < r1)
-			for (long off = 0; off < rowBytes; off += 64) _mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
-		int t = 0;
-		for (; t + 4 <= n; t += 4)
-			i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 4);
-		switch (n - t) {
-		case 1: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 1); break;
-		case 2: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 2); break;
-		case 3: i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, 3); break;
-		}
-	}
+#define I8K_ROW(NT) i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+	I8_FOR_ROWS(I8K_ROW)
+#undef I8K_ROW
 }
+#undef I8_FOR_ROWS
 
 // i8_kquant: whether the type takes i8k_prep's per-256 activations.
 static int i8_kquant(int type) { return type == 12 || type == 14; }
