@@ -218,27 +218,27 @@ static AI AF(avf) AF(ared)(AF(avf) *a) {
 #undef WATT_M2
 #undef WATT_M1
 
-// apf prefetches rows [0, cnt) of the KV block that starts at element e0:
-// blocks are scattered through the pool, which the hardware prefetcher
-// cannot follow, so each block's rows are fetched while the one before is
-// computed.
-static AI void AF(apf)(const void *kv, long e0, long cnt, long hd, const int WH) {
-	const long es = WH ? 2 : 4;
-	const char *p = (const char *)kv + e0 * es;
-	for (long o = 0; o < cnt * hd * es; o += 64) __builtin_prefetch(p + o);
+// apf prefetches this group's rows of KV block b (those below position n;
+// nothing when the block starts at or past n): blocks are scattered
+// through the pool, which the hardware prefetcher cannot follow, so each
+// block's rows are fetched while the one before is computed.
+static AI void AF(apf)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd, int n,
+		       const int WH) {
+	const long left = n - b * bs, es = WH ? 2 : 4;
+	if (left <= 0) return;
+	const char *p = (const char *)kv + ((long)blocks[b] * stride + off) * es;
+	const long bytes = (left < bs ? left : bs) * hd * es;
+	for (long o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
 }
 
 // ascoresv: s[p] = q · K[p] for one query, VW rows at a time (one
 // accumulator per row, reduced together by ared). Needs hv >= VW.
 static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
 			    long off, int hd, int hv, int n, const int WH) {
-	long pfd = 0; // blocks [0, pfd] are fetched or being read
+	long next = 1; // the next block to prefetch: the one after those this group of rows reads
 	for (int p0 = 0; p0 < n; p0 += VW) {
 		const int cnt = n - p0 < VW ? n - p0 : VW;
-		for (long nb = (p0 + VW - 1) / bs + 1; pfd < nb && nb * bs < n; pfd++) {
-			const long b = pfd + 1, left = n - b * bs;
-			AF(apf)(k, (long)blocks[b] * stride + off, left < bs ? left : bs, hd, WH);
-		}
+		for (; next <= (p0 + cnt - 1) / bs + 1; next++) AF(apf)(k, blocks, next, bs, stride, off, hd, n, WH);
 		long ro[VW];
 		long blk = p0 / bs, slot = p0 % bs;
 		for (int r = 0; r < VW; r++) { // rows past n repeat the last one
@@ -273,10 +273,7 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 	for (int p0 = 0; p0 < n; p0 += bs) {
 		const long base = (long)blocks[p0 / bs] * stride + off;
 		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
-		if (p0 + bs < n) {
-			const long left = n - p0 - bs;
-			AF(apf)(k, (long)blocks[p0 / bs + 1] * stride + off, left < bs ? left : bs, hd, WH);
-		}
+		AF(apf)(k, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
 		for (int r = 0; r < cnt; r++) {
 			const long ro = base + (long)r * hd;
 			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
@@ -309,10 +306,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 		const long base = (long)blocks[p0 / bs] * stride + off + c;
 		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
 		const float *wp = w + p0;
-		if (c == 0 && p0 + bs < n) {
-			const long left = n - p0 - bs;
-			AF(apf)(v, (long)blocks[p0 / bs + 1] * stride + off, left < bs ? left : bs, hd, WH);
-		}
+		if (c == 0) AF(apf)(v, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
 		int r = 0;
 		if (NQ * NC <= 8) {
 			for (; r + 2 <= cnt; r += 2) {

@@ -51,30 +51,43 @@ static inline __attribute__((always_inline)) int i8_hsum_i32(__m256i v) {
 	return _mm_cvtsi128_si32(s);
 }
 
+// i8_amax: the largest |x| of n floats (n a multiple of 8).
+static inline __attribute__((always_inline)) float i8_amax(const float *p, int n) {
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 a = _mm256_setzero_ps();
+	for (int i = 0; i < n; i += 8) a = _mm256_max_ps(a, _mm256_and_ps(_mm256_loadu_ps(p + i), absm));
+	return i8_hmax(a);
+}
+
+// i8_quant32: q[0..32) = round(p * id) as int8; sums[0], sums[1] get the
+// sums of q over columns 0-15 and 16-31.
+static inline __attribute__((always_inline)) void i8_quant32(const float *p, float id, int8_t *q, int sums[2]) {
+	// packs interleaves 128-bit lanes; this puts the 8 dwords back in order
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	const __m256 s = _mm256_set1_ps(id);
+	__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p), s)),
+		i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p + 8), s)),
+		i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p + 16), s)),
+		i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p + 24), s));
+	sums[0] = i8_hsum_i32(_mm256_add_epi32(i0, i1));
+	sums[1] = i8_hsum_i32(_mm256_add_epi32(i2, i3));
+	__m256i v = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+	_mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(v, order));
+}
+
 static void i8_prep(const float *x, int n, int K, uint8_t *out) {
 	const int nb = K / 32;
 	int8_t *qx = (int8_t *)out;
 	float *dx = (float *)(out + (long)n * K), *xs = dx + (long)n * nb;
-	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-	// packs interleaves 128-bit lanes; this puts the 8 dwords back in order
-	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	for (int t = 0; t < n; t++)
 		for (int b = 0; b < nb; b++) {
 			const float *p = x + (long)t * K + 32 * b;
-			__m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-			       v3 = _mm256_loadu_ps(p + 24);
-			__m256 a = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v0, absm), _mm256_and_ps(v1, absm)),
-						 _mm256_max_ps(_mm256_and_ps(v2, absm), _mm256_and_ps(v3, absm)));
-			float amax = i8_hmax(a);
+			float amax = i8_amax(p, 32);
 			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-			__m256 s = _mm256_set1_ps(id);
-			__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, s)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, s)),
-				i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, s)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, s));
-			int sum = i8_hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
-			__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-			_mm256_storeu_si256((__m256i *)(qx + (long)t * K + 32 * b), _mm256_permutevar8x32_epi32(q, order));
+			int sums[2];
+			i8_quant32(p, id, qx + (long)t * K + 32 * b, sums);
 			dx[(long)t * nb + b] = d;
-			xs[(long)t * nb + b] = d * (float)sum;
+			xs[(long)t * nb + b] = d * (float)(sums[0] + sums[1]);
 		}
 }
 
@@ -93,28 +106,18 @@ static void i8k_prep(const float *x, int n, int K, uint8_t *out) {
 	int8_t *qx = (int8_t *)out;
 	float *dd = (float *)(out + (long)n * K);
 	int16_t *bs = (int16_t *)(dd + (long)n * nsb);
-	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	for (int t = 0; t < n; t++)
 		for (int sb = 0; sb < nsb; sb++) {
 			const float *p = x + (long)t * K + 256 * sb;
-			__m256 a = _mm256_setzero_ps();
-			for (int i = 0; i < 256; i += 8) a = _mm256_max_ps(a, _mm256_and_ps(_mm256_loadu_ps(p + i), absm));
-			float amax = i8_hmax(a);
-			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-			dd[(long)t * nsb + sb] = d;
-			__m256 s = _mm256_set1_ps(id);
+			float amax = i8_amax(p, 256);
+			float id = amax > 0 ? 127.0f / amax : 0.0f;
+			dd[(long)t * nsb + sb] = amax / 127.0f;
 			for (int b = 0; b < 8; b++) {
-				const float *pb = p + 32 * b;
-				__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb), s)),
-					i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 8), s)),
-					i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 16), s)),
-					i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(pb + 24), s));
+				int sums[2];
+				i8_quant32(p + 32 * b, id, qx + (long)t * K + 256 * sb + 32 * b, sums);
 				int16_t *bo = bs + (long)t * (K / 16) + 16 * sb + 2 * b;
-				bo[0] = (int16_t)i8_hsum_i32(_mm256_add_epi32(i0, i1));
-				bo[1] = (int16_t)i8_hsum_i32(_mm256_add_epi32(i2, i3));
-				__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-				_mm256_storeu_si256((__m256i *)(qx + (long)t * K + 256 * sb + 32 * b), _mm256_permutevar8x32_epi32(q, order));
+				bo[0] = (int16_t)sums[0];
+				bo[1] = (int16_t)sums[1];
 			}
 		}
 }
@@ -173,8 +176,8 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j)
 			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 192)));
 			__m256i isum[4];
-			for (int t = 0; t < NT; t++) isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(I8BS(t, sb), sc16), 5);
-			for (int t = 0; t < NT; t++) isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), isum[t]);
+			for (int t = 0; t < NT; t++)
+				isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(I8BS(t, sb), sc16), 5));
 			for (int h = 0; h < 2; h++) {
 				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
 				__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h))));
@@ -301,14 +304,18 @@ static int i8_kquant(int type) { return type == 12 || type == 14; }
 // (i8k_prep's for the K-quants), or NULL to quantize here.
 static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *prep,
 		     int n, float *y, long ldy) {
-	if (i8_kquant(type)) {
-		if (!prep) {
-			uint8_t *scr = (uint8_t *)weft_scratch(0, (i8k_prep_bytes(K, n) + 3) / 4);
-			if (!scr) return -1;
+	const int kq = i8_kquant(type);
+	if (!prep) {
+		uint8_t *scr = (uint8_t *)weft_scratch(0, ((kq ? i8k_prep_bytes(K, n) : i8_prep_bytes(K, n)) + 3) / 4);
+		if (!scr) return -1;
+		if (kq)
 			i8k_prep(x, n, K, scr);
-			prep = scr;
-		}
-		const int8_t *qx = (const int8_t *)prep;
+		else
+			i8_prep(x, n, K, scr);
+		prep = scr;
+	}
+	const int8_t *qx = (const int8_t *)prep;
+	if (kq) {
 		const float *dd = (const float *)(prep + (long)n * K);
 		const int16_t *bs = (const int16_t *)(dd + (long)n * (K / 256));
 		if (type == 12)
@@ -317,13 +324,6 @@ static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 			i8k_rows(14, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
 		return 0;
 	}
-	if (!prep) {
-		uint8_t *scr = (uint8_t *)weft_scratch(0, (i8_prep_bytes(K, n) + 3) / 4);
-		if (!scr) return -1;
-		i8_prep(x, n, K, scr);
-		prep = scr;
-	}
-	const int8_t *qx = (const int8_t *)prep;
 	const float *dx = (const float *)(prep + (long)n * K), *xs = dx + (long)n * (K / 32);
 	switch (type) { // specialize i8_rows per type
 	case 8: i8_rows(8, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;

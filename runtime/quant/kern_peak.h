@@ -11,6 +11,13 @@
 	T a0 = SET(0), a1 = SET(1), a2 = SET(2), a3 = SET(3), a4 = SET(4), a5 = SET(5), a6 = SET(6), a7 = SET(7), a8 = SET(8), \
 	  a9 = SET(9), a10 = SET(10), a11 = SET(11);
 #define PEAK_SUM(ADD) ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(ADD(a4, a5), ADD(a6, a7)), ADD(ADD(a8, a9), ADD(a10, a11))))
+// PEAK_RUN: iters rounds of OP on the 12 chains; the empty asm (constraint
+// C) makes x and w opaque so the compiler cannot fold the rounds.
+#define PEAK_RUN(OP, C)                                        \
+	for (long i = 0; i < iters; i++) {                    \
+		PEAK_CHAINS(OP)                                \
+		__asm__ volatile("" : C(x), C(w));             \
+	}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -18,10 +25,7 @@ static double peak_fma256(long iters) {
 	PEAK_INIT(__m256, _mm256_set1_ps)
 	__m256 x = _mm256_set1_ps(0.5f), w = _mm256_set1_ps(0.25f);
 #define PEAK_F(a) a = _mm256_fmadd_ps(w, x, a);
-	for (long i = 0; i < iters; i++) {
-		PEAK_CHAINS(PEAK_F)
-		__asm__ volatile("" : "+x"(x), "+x"(w));
-	}
+	PEAK_RUN(PEAK_F, "+x")
 #undef PEAK_F
 	float f[8];
 	_mm256_storeu_ps(f, PEAK_SUM(_mm256_add_ps));
@@ -35,10 +39,7 @@ static double peak_fma512(long iters) {
 	PEAK_INIT(__m512, _mm512_set1_ps)
 	__m512 x = _mm512_set1_ps(0.5f), w = _mm512_set1_ps(0.25f);
 #define PEAK_F(a) a = _mm512_fmadd_ps(w, x, a);
-	for (long i = 0; i < iters; i++) {
-		PEAK_CHAINS(PEAK_F)
-		__asm__ volatile("" : "+v"(x), "+v"(w));
-	}
+	PEAK_RUN(PEAK_F, "+v")
 #undef PEAK_F
 	return _mm512_reduce_add_ps(PEAK_SUM(_mm512_add_ps));
 }
@@ -47,10 +48,7 @@ static double peak_dpbusd(long iters) {
 	PEAK_INIT(__m512i, _mm512_set1_epi32)
 	__m512i x = _mm512_set1_epi8(3), w = _mm512_set1_epi8(5);
 #define PEAK_D(a) a = _mm512_dpbusd_epi32(a, x, w);
-	for (long i = 0; i < iters; i++) {
-		PEAK_CHAINS(PEAK_D)
-		__asm__ volatile("" : "+v"(x), "+v"(w));
-	}
+	PEAK_RUN(PEAK_D, "+v")
 #undef PEAK_D
 	return (double)_mm512_reduce_add_epi32(PEAK_SUM(_mm512_add_epi32));
 }
@@ -58,6 +56,7 @@ static double peak_dpbusd(long iters) {
 #undef PEAK_CHAINS
 #undef PEAK_INIT
 #undef PEAK_SUM
+#undef PEAK_RUN
 #endif
 
 // weft_peak runs iters rounds of 12 instructions on this thread and returns

@@ -185,7 +185,7 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 // integer row kernels of kern_i8.h.
 static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
-	int maxn = type == 12 || type == 14 ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
+	int maxn = i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
 	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && i8_ok(type, K);
 #else
 	return 0;
