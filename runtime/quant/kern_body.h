@@ -603,7 +603,9 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 // f32 tile (row stride K), which then meets every token while it sits in
 // L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
 // uses_gemm: whether matmul takes the packed GEMM.
-static int FN(uses_gemm)(int type, int K, int n) { return n >= WEFT_GEMM_BIG_N || (VW == 16 && weft_gemm_pays(type, K, n)); }
+static int FN(uses_gemm)(int type, int K, int n) {
+	return n >= WEFT_GEMM_BIG_N || (VW >= 8 && weft_gemm_short_rows(K, n)) || (VW == 16 && weft_gemm_pays(type, K, n));
+}
 
 static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		      long ldy) {

@@ -86,6 +86,18 @@ static int weft_gemm_pays(int type, int K, int n) {
 	return n >= ((type == 0 || type == 1) ? 96 : 48);
 }
 
+// weft_gemm_short_rows: short rows take the packed GEMM from a few tokens
+// on (AVX2 and AVX-512 builds; the portable one is unmeasured): the dot-product kernel ends each output
+// with a horizontal sum, which for a row of 64 costs about as much as its
+// multiply-adds, and for the head dims of tiny models (8-32, attention's
+// Q·Kᵀ) several times more. Zen 1, one core, GFLOP/s dot kernel -> GEMM:
+// K = 8 at 16 tokens 3.0 -> 13.8; K = 64 at 8 13.3 -> 13.7, at 64
+// 16.3 -> 28.3 (F32), 15.4 -> 27.7 (F16); K = 172 at 32 21.9 -> 24.7, at
+// 128 22.3 -> 28.4; K = 256 about even; K = 512 at 32 0.7-0.8x.
+static int weft_gemm_short_rows(int K, int n) {
+	return (K <= 32 && n >= 4) || (K <= 64 && n >= 8) || (K <= 192 && n >= 24);
+}
+
 // WEFT_F16_TILE_N: from this many tokens, the AVX2 build converts F16 rows
 // into the float tile once, as it dequantizes the other types, instead of
 // converting every weight vector in registers once per token group
