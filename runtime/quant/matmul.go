@@ -66,6 +66,7 @@ func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
 // that quantize or pack the activations get them prepared here once, shared
 // by all chunks and by the products that read the same x.
 func runJob(n int, ps []Product, rb []int) {
+	maybeYield()
 	parts := workers()
 	j := &job{isa: activeISA, n: n}
 	bufs := prepPool.Get().(*prepBufs)
