@@ -25,7 +25,11 @@
 // SetWorkers' count of runners, or GOMAXPROCS at the first MatMul (at most
 // one per CPU), and keeps it. cmd/weft fixes it at GOMAXPROCS and then
 // raises GOMAXPROCS by one: with every P inside a long cgo call, Go's
-// sysmon retakes the Ps and starts spinning threads (see BENCHMARKS.md). MatMuls
+// sysmon retakes the Ps and starts spinning threads (see BENCHMARKS.md).
+// For the same reason the goroutine that hands out jobs passes through the
+// scheduler every 4 ms (maybeYield): one that never does is taken off its
+// P after 10 ms, and sysmon then polls every 20 µs, preempting the compute
+// threads. MatMuls
 // runs several products of the same tokens (Q, K and V; gate and up) as one
 // job: one handoff instead of several, their chunks shared out together,
 // and the activations prepared (quantized or packed) once for all chunks
@@ -107,7 +111,13 @@
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
 //     96 for F16/F32; the other builds, which transpose element by element,
 //     take it from 160 tokens. (One core of a Zen 5: ~170-185 GFLOP/s from
-//     96 tokens, against 110-130 for the dot kernel at K = 2048.)
+//     96 tokens, against 110-130 for the dot kernel at K = 2048.) Short
+//     rows take it much earlier in the AVX2 and AVX-512 builds: from 4
+//     tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's
+//     Q·Kᵀ over small head dims, tiny models' weights), where the dot
+//     kernel's closing horizontal sums cost as much as its multiply-adds
+//     (Zen 1: 2-7x at K = 8-32, 1.2-1.9x at K = 64-172; see
+//     weft_gemm_short_rows).
 //
 // Work is cut into row chunks (two per worker below 24 tokens, four from
 // it) claimed from an atomic counter by the caller and the pool alike, so a

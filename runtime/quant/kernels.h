@@ -38,7 +38,9 @@ static float *weft_scratch(int slot, long n) {
 // kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
 // dot-product kernel runs; from it the packed GEMM (weights transposed per
 // tile, tokens broadcast), whose per-tile transposition pays off only over
-// many tokens. The AVX-512 build takes the GEMM earlier (weft_gemm_pays).
+// many tokens. The AVX-512 build takes the GEMM earlier (weft_gemm_pays), and
+// both x86 builds take it from a few tokens for short rows
+// (weft_gemm_short_rows).
 // (A float lane GEMM, tokens along the vector lanes, measured ~40% slower
 // than the dot-product kernel at 64 and 128 tokens and was removed; the
 // int8 one wins because a 4-byte weight broadcast feeds 64 products.)
