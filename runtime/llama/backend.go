@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	goruntime "runtime"
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -22,9 +21,10 @@ type CPUConfig struct {
 	NumBlocks int
 	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
 	KVType string
-	// Threads is the thread count Name reports (default GOMAXPROCS).
+	// Threads is the thread count Name reports (default quant.Workers()).
 	// Attention and the matmuls share quant's worker pool, which has
-	// GOMAXPROCS goroutines: set GOMAXPROCS to change it.
+	// quant.SetWorkers' count of goroutines, or GOMAXPROCS at first use
+	// (cmd/weft runs GOMAXPROCS one above it, so report the pool).
 	Threads int
 }
 
@@ -49,7 +49,7 @@ func (c *CPUConfig) validate(hp HParams) error {
 		return fmt.Errorf("llama: NumBlocks %d out of range", c.NumBlocks)
 	}
 	if c.Threads == 0 {
-		c.Threads = goruntime.GOMAXPROCS(0)
+		c.Threads = quant.Workers()
 	}
 	if c.Threads < 1 {
 		return fmt.Errorf("llama: Threads %d < 1", c.Threads)
