@@ -245,9 +245,11 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 			return err
 		}
 		l := &b.m.Layers[li]
-		for t := range total {
-			rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.AttnNorm, hp.NormEps)
-		}
+		perTokens(total, D, func(t0, t1 int) {
+			for t := t0; t < t1; t++ {
+				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.AttnNorm, hp.NormEps)
+			}
+		})
 		matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv})
 		if l.Bq != nil {
 			for t := range total {
@@ -256,23 +258,31 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 				add(v[t*b.kvDim:(t+1)*b.kvDim], l.Bv)
 			}
 		}
-		for t := range total {
-			cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
-			b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
-			b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
-		}
+		perTokens(total, b.qDim+b.kvDim, func(t0, t1 int) {
+			for t := t0; t < t1; t++ {
+				cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
+				b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
+				b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
+			}
+		})
 		b.storeKV(li, seqs, k, v)
 		b.attention(li, seqs, q, att)
 		matMul(s.tm[:total*D], l.Wo, att, total, s)
-		add(x, s.tm[:total*D])
-		for t := range total {
-			rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
-		}
+		perTokens(total, D, func(t0, t1 int) {
+			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
+			for t := t0; t < t1; t++ {
+				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
+			}
+		})
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
 		matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp})
-		siluMul(gate, up)
+		perTokens(total, hp.FFN, func(t0, t1 int) {
+			siluMul(gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN])
+		})
 		matMul(s.tm[:total*D], l.WDown, gate, total, s)
-		add(x, s.tm[:total*D])
+		perTokens(total, D, func(t0, t1 int) {
+			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
+		})
 	}
 	if nLogits == 0 {
 		return nil
@@ -298,6 +308,26 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 	}
 	return nil
 }
+
+// perTokens calls fn on ranges [t0, t1) covering the step's total tokens:
+// on the caller alone for a few tokens, else split over quant's worker
+// pool, so that the per-token work between matrix products (norms, RoPE,
+// SiLU, residual adds) does not leave all but one thread idle. width is
+// the floats each token touches, to size the split.
+func perTokens(total, width int, fn func(t0, t1 int)) {
+	parts := min(2*quant.Workers(), total*width/perTokensMin)
+	if parts < 2 {
+		fn(0, total)
+		return
+	}
+	parts = min(parts, total)
+	quant.Parallel(parts, func(_, i int) { fn(i*total/parts, (i+1)*total/parts) })
+}
+
+// perTokensMin is the floats of per-token work from which perTokens
+// hands a part to another thread (a handoff costs a few µs). A variable
+// for the test that compares the split with the serial path.
+var perTokensMin = 16 << 10
 
 // ropeTable writes cos/sin of every rotary angle of position pos into cs
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =

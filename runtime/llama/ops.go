@@ -74,10 +74,21 @@ func dequantRow(w quant.Weight, r int, dst []float32) {
 // rmsNorm writes x/rms(x)*w into dst, as ggml does: the mean of squares in
 // float64, the scale rounded to float32, then multiplied by the weight.
 func rmsNorm(dst, x, w []float32, eps float32) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v * v)
+	// Four float64 sums break the add's latency chain; the order differs
+	// from ggml's single sum by float64 roundings only.
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += float64(v[0] * v[0])
+		s1 += float64(v[1] * v[1])
+		s2 += float64(v[2] * v[2])
+		s3 += float64(v[3] * v[3])
 	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i] * x[i])
+	}
+	sum := (s0 + s1) + (s2 + s3)
 	mean := float32(sum / float64(len(x)))
 	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
 	for i, v := range x {
