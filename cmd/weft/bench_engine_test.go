@@ -12,12 +12,6 @@ import (
 )
 
 func TestBenchEngineJSON(t *testing.T) {
-	var out bytes.Buffer
-	args := []string{"--engine", "--model", shareddata.Path(t, "models/stories260K.gguf"),
-		"--seqs", "1,3", "--prompt", "20", "--context", "5", "--steps", "2", "--format", "json"}
-	if err := runBench(context.Background(), args, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
 	var got struct {
 		WeightBytes int64 `json:"weight_bytes"`
 		Results     []struct {
@@ -27,9 +21,7 @@ func TestBenchEngineJSON(t *testing.T) {
 			Bound        float64 `json:"bound_tokens_per_second"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("%v in %s", err, out.String())
-	}
+	runEngineJSON(t, &got, "--seqs", "1,3", "--prompt", "20", "--context", "5", "--steps", "2")
 	if len(got.Results) != 3 || got.Results[0].Name != "prompt 20" || got.Results[2].Seqs != 3 {
 		t.Fatalf("results %+v", got.Results)
 	}
@@ -51,20 +43,16 @@ func TestBenchEngineJSON(t *testing.T) {
 // token only, so its compute bound leaves the output matrix out for the
 // others (stories260K: 512 x 64 output.weight, 2 FLOP per weight).
 func TestBenchEnginePromptBound(t *testing.T) {
-	var out bytes.Buffer
-	args := []string{"--engine", "--model", shareddata.Path(t, "models/stories260K.gguf"), "--seqs", "1", "--prompt", "20",
-		"--steps", "1", "--prompt-reps", "1", "--gflops", "10", "--int8-gops", "10", "--bandwidth-gbs", "1e6", "--format", "json"}
-	if err := runBench(context.Background(), args, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
 	var got struct {
 		FLOPs   float64 `json:"flops_per_token"`
 		Results []struct {
 			Bound float64 `json:"bound_tokens_per_second"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Results) != 2 {
-		t.Fatalf("%v in %s", err, out.String())
+	runEngineJSON(t, &got, "--seqs", "1", "--prompt", "20", "--steps", "1", "--prompt-reps", "1",
+		"--gflops", "10", "--int8-gops", "10", "--bandwidth-gbs", "1e6")
+	if len(got.Results) != 2 {
+		t.Fatalf("results %+v", got.Results)
 	}
 	const outFLOPs = 2 * 512 * 64
 	wantDecode := 10e9 / got.FLOPs
@@ -74,5 +62,19 @@ func TestBenchEnginePromptBound(t *testing.T) {
 	}
 	if b := got.Results[0].Bound; math.Abs(b-wantPrompt) > 1e-6*wantPrompt {
 		t.Errorf("prompt bound %v, want %v", b, wantPrompt)
+	}
+}
+
+// runEngineJSON runs weft bench --engine on stories260K with the given
+// flags and --format json, and decodes its output into got.
+func runEngineJSON(t *testing.T, got any, flags ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	args := append([]string{"--engine", "--model", shareddata.Path(t, "models/stories260K.gguf"), "--format", "json"}, flags...)
+	if err := runBench(context.Background(), args, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out.Bytes(), got); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
 	}
 }

@@ -251,15 +251,13 @@ func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [
 			}
 		})
 		matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv})
-		if l.Bq != nil {
-			for t := range total {
-				add(q[t*b.qDim:(t+1)*b.qDim], l.Bq)
-				add(k[t*b.kvDim:(t+1)*b.kvDim], l.Bk)
-				add(v[t*b.kvDim:(t+1)*b.kvDim], l.Bv)
-			}
-		}
 		perTokens(total, b.qDim+b.kvDim, func(t0, t1 int) {
 			for t := t0; t < t1; t++ {
+				if l.Bq != nil {
+					add(q[t*b.qDim:(t+1)*b.qDim], l.Bq)
+					add(k[t*b.kvDim:(t+1)*b.kvDim], l.Bk)
+					add(v[t*b.kvDim:(t+1)*b.kvDim], l.Bv)
+				}
 				cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
 				b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
 				b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
