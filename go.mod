@@ -3,7 +3,7 @@ module github.com/weft-inference/weft
 go 1.26.0
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/NVIDIA/go-nvml v0.12.4-1
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/google/go-cmp v0.7.0
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4

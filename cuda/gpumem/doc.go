@@ -12,7 +12,11 @@
 //   - Tracking (source.go, nvml_cgo.go, collector.go): a Source yields memory
 //     snapshots. OpenNVML reads them from NVML through go-nvml, which dlopens
 //     libnvidia-ml at run time; a machine without the library or the driver
-//     gets ErrNoGPU. Collector exports a Source as the Prometheus gauges
+//     gets ErrNoGPU. go-nvml is pinned at v0.12.4-1: v0.13's bundled nvml.h
+//     (CUDA 13) marks functions DEPRECATED that the module's own cgo wrappers
+//     call, so every cold build printed ~150 -Wdeprecated-declarations
+//     warnings; the calls used here (init, device handle, memory and
+//     utilization queries) are the same in both. Collector exports a Source as the Prometheus gauges
 //     weft_gpu_memory_{used,total,free}_bytes and weft_gpu_utilization_ratio.
 //   - Admission (gate.go): Gate.AdmitOK is the scheduler's optional capacity
 //     gate. It pauses admission when free memory drops below a margin and
