@@ -137,7 +137,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate `file` (with --tls-key: serve TLS)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key `file`")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseWithEnv(fs, args, os.LookupEnv); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
