@@ -16,7 +16,6 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/bench"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 func init() {
@@ -49,7 +48,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()
 	}
-	addr := fs.String("addr", "127.0.0.1:50051", "server address HOST:PORT")
+	var cf clientFlags
+	cf.register(fs)
 	concurrency := fs.Int("concurrency", 0, "closed loop: clients sending back to back (default 8 without --rate); with --rate: cap on requests in flight (0: none)")
 	rate := fs.Float64("rate", 0, "open loop: requests per second (gamma arrivals; 0 = closed loop)")
 	burstiness := fs.Float64("burstiness", 1, "open loop: gamma shape of the arrival gaps; 1 = Poisson, < 1 burstier")
@@ -132,15 +132,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Progress = stderr
 	}
 
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := cf.dial()
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", *addr, err)
+		return err
 	}
 	defer conn.Close()
 	client := inferencev1.NewInferenceServiceClient(conn)
 	if *waitReady > 0 {
 		if err := waitForServer(ctx, client, *waitReady); err != nil {
-			return fmt.Errorf("server %s not ready: %w", *addr, err)
+			return fmt.Errorf("server %s not ready: %w", cf.Addr, err)
 		}
 	}
 	if *sweep != "" {

@@ -10,10 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 )
 
@@ -23,22 +19,19 @@ func init() {
 
 func runChat(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:50051", "server `host:port`")
+	var cf clientFlags
+	cf.register(fs)
 	system := fs.String("system", "", "system message sent with the first turn")
 	maxTokens := fs.Int("max-tokens", 256, "most tokens per reply")
 	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
-	token := fs.String("auth-token", "", "bearer token")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := cf.dial()
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if *token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
-	}
 	fmt.Fprintln(os.Stderr, "type a message and press Enter; Ctrl-D to quit")
 	return chatLoop(ctx, inferencev1.NewInferenceServiceClient(conn), os.Stdin, os.Stdout,
 		chatOptions{System: *system, MaxTokens: int32(*maxTokens), Temperature: float32(*temp)})

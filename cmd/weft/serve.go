@@ -14,11 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/cuda/gpumem"
@@ -30,7 +25,6 @@ import (
 
 func init() {
 	register(command{name: "serve", short: "serve a model over gRPC", run: runServe})
-	register(command{name: "healthcheck", short: "probe a server's gRPC health (for container HEALTHCHECK)", run: runHealthcheck})
 }
 
 // serveConfig is `weft serve`'s flags.
@@ -522,37 +516,4 @@ func loadAndServe(ctx context.Context, c serveConfig, log *slog.Logger, lis, mli
 	defer b.Close()
 	stopLoading()
 	return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: why, Log: log}, shared.view(true), mlis, ready)
-}
-
-// runHealthcheck dials the health service and exits non-zero unless the
-// server reports SERVING. Flags: --addr, --timeout, --tls (skip-verify TLS,
-// for a local probe of a TLS server).
-func runHealthcheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:50051", "server `host:port`")
-	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	useTLS := fs.Bool("tls", false, "use TLS without verifying the certificate (local probes only)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	creds := insecure.NewCredentials()
-	if *useTLS {
-		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local liveness probe
-	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: server.ServiceName})
-	if err != nil {
-		return err
-	}
-	if r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("%s is %v", *addr, r.GetStatus())
-	}
-	fmt.Println("SERVING")
-	return nil
 }
