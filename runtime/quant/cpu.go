@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	goruntime "runtime"
 
 	"golang.org/x/sys/cpu"
 )
@@ -41,6 +42,22 @@ func bestISA() isaKind {
 
 // ISA names the kernel set in use: "avx512vnni", "avx512", "avx2", "c" or "go".
 func ISA() string { return activeISA.String() }
+
+// CompiledISAs names the kernel sets built into this binary, best last:
+// "go" always; with cgo "c", and on amd64 "avx2", "avx512" and "avx512vnni"
+// too (unless the C code was built with -DWEFT_PORTABLE_ONLY, a test
+// setting). ISA is the best of them the CPU runs.
+func CompiledISAs() []string {
+	out := []string{isaGo.String()}
+	if !cgoKernels {
+		return out
+	}
+	out = append(out, isaC.String())
+	if goruntime.GOARCH == "amd64" {
+		out = append(out, isaAVX2.String(), isaAVX512.String(), isaVNNI.String())
+	}
+	return out
+}
 
 // availableISAs lists every kernel set this CPU can run, best last.
 func availableISAs() []isaKind {
