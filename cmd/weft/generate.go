@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/sample"
@@ -29,7 +30,8 @@ type generateConfig struct {
 	KVType    string
 	Threads   int
 	Format    string
-	Chunk     int // prompt tokens per forward step
+	Chunk     int    // prompt tokens per forward step
+	Backend   string // auto, cpu or cuda
 }
 
 func (c *generateConfig) validate() error {
@@ -45,6 +47,11 @@ func (c *generateConfig) validate() error {
 	if c.Threads < 0 {
 		return fmt.Errorf("--threads must be >= 0, got %d", c.Threads)
 	}
+	switch c.Backend {
+	case "auto", "cpu", "cuda":
+	default:
+		return fmt.Errorf("--backend must be auto, cpu or cuda, got %q", c.Backend)
+	}
 	if c.Chunk < 1 {
 		c.Chunk = 512
 	}
@@ -54,6 +61,7 @@ func (c *generateConfig) validate() error {
 // generateResult is the --format json output.
 type generateResult struct {
 	Model          string  `json:"model"`
+	Backend        string  `json:"backend"` // the backend's name; why it was chosen
 	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 	TokenIDs       []int32 `json:"token_ids"`
 	Text           string  `json:"text"`
@@ -64,10 +72,10 @@ type generateResult struct {
 }
 
 func runGenerate(ctx context.Context, args []string) error {
-	return generateCmd(ctx, args, os.Stdout)
+	return generateCmd(ctx, args, os.Stdout, os.Stderr)
 }
 
-func generateCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var c generateConfig
 	var temp, topP float64
@@ -83,6 +91,7 @@ func generateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&c.Threads, "threads", 0, "worker threads (0: all cores)")
 	fs.StringVar(&c.Format, "format", "text", "output: text or json")
 	fs.IntVar(&c.Chunk, "prompt-chunk", 512, "prompt tokens per forward step")
+	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto (CUDA when this binary has it and a GPU answers, else CPU), cpu or cuda")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,7 +112,7 @@ func generateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	res, err := generate(ctx, m, c, stdout)
+	res, err := generate(ctx, m, c, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -130,7 +139,8 @@ func loadModelOrBuiltin(path string) (*runtime.Model, error) {
 // generate runs one sequence through a CPU backend and the engine: the
 // prompt in chunks, then one token per step until an end-of-generation
 // token or MaxTokens. In text format the text is streamed to out.
-func generate(ctx context.Context, m *runtime.Model, c generateConfig, out io.Writer) (*generateResult, error) {
+// It says on stderr which backend runs and why.
+func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stderr io.Writer) (*generateResult, error) {
 	if err := c.Sampling.Validate(m.HP.VocabSize); err != nil {
 		return nil, err
 	}
@@ -139,13 +149,18 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out io.Wr
 		return nil, errors.New("the prompt encodes to no tokens")
 	}
 	total := len(prompt) + c.MaxTokens
-	const bs = 16
-	nBlocks := (total + bs - 1) / bs
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: nBlocks, KVType: c.KVType, Threads: c.Threads})
+	b, why, err := generateBackend(m, c, total)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
+	backend := b.Name() + "; " + why
+	fmt.Fprintf(stderr, "backend: %s\n", backend)
+	kv := b.KV()
+	nBlocks := (total + kv.BlockSize - 1) / kv.BlockSize
+	if nBlocks > kv.NumBlocks {
+		return nil, fmt.Errorf("%d tokens need %d KV blocks; the %s backend has %d", total, nBlocks, b.Name(), kv.NumBlocks)
+	}
 	blocks := make([]int32, nBlocks)
 	for i := range blocks {
 		blocks[i] = int32(i)
@@ -153,7 +168,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out io.Wr
 	eng := runtime.NewEngine(b, m.HP.VocabSize)
 	smp := sample.New(c.Sampling, prompt)
 	dec := m.Tok.NewStreamDecoder()
-	res := &generateResult{Model: m.Name, PromptTokenIDs: prompt, TokenIDs: []int32{}, FinishReason: "length"}
+	res := &generateResult{Model: m.Name, Backend: backend, PromptTokenIDs: prompt, TokenIDs: []int32{}, FinishReason: "length"}
 	start := time.Now()
 	pos := 0
 	var text []byte
@@ -207,4 +222,36 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out io.Wr
 		res.DecodeTPS = float64(n) / (res.DecodeMS / 1000)
 	}
 	return res, nil
+}
+
+// generateBackend builds the backend for c.Backend with room for total
+// tokens of one sequence, and says why it is the one: --backend cpu or cuda
+// as asked; auto takes CUDA when this binary has it and it opens, else the
+// CPU (and says what CUDA answered).
+func generateBackend(m *runtime.Model, c generateConfig, total int) (runtime.Backend, string, error) {
+	why := "--backend " + c.Backend
+	if c.Backend != "cpu" {
+		switch {
+		case newCUDABackend == nil && c.Backend == "cuda":
+			return nil, "", errNoCUDA
+		case newCUDABackend == nil:
+			why = "--backend auto: no CUDA support in this binary"
+		default:
+			b, err := newCUDABackend(m, cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
+				slog.New(slog.DiscardHandler))
+			if err == nil {
+				return b, why, nil
+			}
+			if c.Backend == "cuda" {
+				return nil, "", fmt.Errorf("--backend cuda: %w", err)
+			}
+			why = "--backend auto: CUDA unavailable: " + err.Error()
+		}
+	}
+	const bs = 16
+	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
+	if err != nil {
+		return nil, "", err
+	}
+	return b, why, nil
 }

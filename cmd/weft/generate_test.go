@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 func TestGenerateJSONMatchesGolden(t *testing.T) {
@@ -32,7 +37,7 @@ func TestGenerateJSONMatchesGolden(t *testing.T) {
 	for _, r := range g.Results {
 		var out bytes.Buffer
 		args := []string{"--model", model, "--prompt", r.Prompt, "--max-tokens", "64", "--temperature", "0", "--format", "json"}
-		if err := generateCmd(context.Background(), args, &out); err != nil {
+		if err := generateCmd(context.Background(), args, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		var res generateResult
@@ -53,7 +58,7 @@ func TestGenerateJSONMatchesGolden(t *testing.T) {
 
 func TestGenerateBuiltinText(t *testing.T) {
 	var out bytes.Buffer
-	if err := generateCmd(context.Background(), []string{"--prompt", "Hello", "--max-tokens", "8", "--kv-type", "f32"}, &out); err != nil {
+	if err := generateCmd(context.Background(), []string{"--prompt", "Hello", "--max-tokens", "8", "--kv-type", "f32"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n") || out.Len() < 2 {
@@ -69,7 +74,7 @@ func TestGenerateRejectsFlags(t *testing.T) {
 		{"--temperature", "-1"},
 		{"extra"},
 	} {
-		if err := generateCmd(context.Background(), args, &bytes.Buffer{}); err == nil {
+		if err := generateCmd(context.Background(), args, &bytes.Buffer{}, io.Discard); err == nil {
 			t.Errorf("generate %q succeeded", args)
 		}
 	}
@@ -109,10 +114,80 @@ func TestGenModelTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := generateCmd(context.Background(), []string{"--model", out, "--prompt", "hi", "--max-tokens", "4", "--format", "json"}, &buf); err != nil {
+	if err := generateCmd(context.Background(), []string{"--model", out, "--prompt", "hi", "--max-tokens", "4", "--format", "json"}, &buf, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q5_K"}); err == nil {
 		t.Error("gen-model accepted --type Q5_K")
+	}
+}
+
+// renamed is a backend under another name (a stand-in for the CUDA one).
+type renamed struct {
+	runtime.Backend
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+// TestGenerateBackend: --backend picks the backend as serve does, and
+// generate says which one ran and why, on stderr and in its JSON.
+func TestGenerateBackend(t *testing.T) {
+	saved := newCUDABackend
+	t.Cleanup(func() { newCUDABackend = saved })
+	noGPU := func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error) {
+		return nil, errors.New("no GPU found")
+	}
+	fakeGPU := func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (runtime.Backend, error) {
+		if o.MaxSeqs != 1 {
+			t.Errorf("cuda options %+v: want MaxSeqs 1", o)
+		}
+		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 32, NumBlocks: 8, KVType: "f32"})
+		return renamed{b, "fake-cuda"}, err
+	}
+	tests := []struct {
+		name    string
+		hook    func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error)
+		backend string
+		want    string // the JSON's backend, after the CPU backend's name or as a whole
+		wantErr string
+	}{
+		{name: "cpu", hook: fakeGPU, backend: "cpu", want: "; --backend cpu"},
+		{name: "auto without CUDA in the binary", backend: "auto", want: "; --backend auto: no CUDA support in this binary"},
+		{name: "auto without a GPU", hook: noGPU, backend: "auto", want: "; --backend auto: CUDA unavailable: no GPU found"},
+		{name: "auto with a GPU", hook: fakeGPU, backend: "auto", want: "fake-cuda; --backend auto"},
+		{name: "cuda with a GPU", hook: fakeGPU, backend: "cuda", want: "fake-cuda; --backend cuda"},
+		{name: "cuda without a GPU", hook: noGPU, backend: "cuda", wantErr: "--backend cuda: no GPU found"},
+		{name: "cuda without CUDA in the binary", backend: "cuda", wantErr: errNoCUDA.Error()},
+		{name: "bad choice", backend: "tpu", wantErr: "--backend must be auto, cpu or cuda"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newCUDABackend = tc.hook
+			var out, errb bytes.Buffer
+			err := generateCmd(context.Background(), []string{"--prompt", "Hello", "--max-tokens", "4", "--format", "json", "--backend", tc.backend}, &out, &errb)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res generateResult
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(res.Backend, tc.want) || (strings.HasPrefix(tc.want, ";") && !strings.HasPrefix(res.Backend, "cpu (")) {
+				t.Errorf("backend %q, want %q after the CPU backend's name", res.Backend, tc.want)
+			}
+			if want := "backend: " + res.Backend + "\n"; errb.String() != want {
+				t.Errorf("stderr %q, want %q", errb.String(), want)
+			}
+			if len(res.TokenIDs) != 4 {
+				t.Errorf("%d tokens, want 4", len(res.TokenIDs))
+			}
+		})
 	}
 }
