@@ -127,7 +127,7 @@ func TestServeBuiltin(t *testing.T) {
 	}
 
 	var out strings.Builder
-	if err := chatLoop(ctx, client, strings.NewReader("hi there\nand again\n"), &out, chatOptions{MaxTokens: 5}); err != nil {
+	if err := chatLoop(ctx, client, strings.NewReader("hi there\nand again\n"), &out, nil, chatOptions{MaxTokens: 5}); err != nil {
 		t.Fatalf("chat: %v", err)
 	}
 	if strings.Count(out.String(), "> ") != 3 {
