@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
@@ -36,6 +37,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	gflops := fs.Float64("gflops", 0, "float arithmetic peak (GFLOP/s) for the stated compute bound (0: measure it, vfmadd231ps chains in registers on every compute thread)")
 	int8Gops := fs.Float64("int8-gops", 0, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (0: measure it, vpdpbusd chains)")
 	format := fs.String("format", "table", "table or json")
+	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +48,11 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fmt.Errorf("--seqs: bad count %q", s)
 		}
 		seqCounts = append(seqCounts, n)
+	}
+	switch *backendFlag {
+	case "auto", "cpu", "cuda":
+	default:
+		return fmt.Errorf("--backend must be auto, cpu or cuda, got %q", *backendFlag)
 	}
 	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 || *reps < 1 {
 		return fmt.Errorf("--prompt, --steps, --prompt-reps must be >= 1 and --context >= 0")
@@ -117,8 +124,31 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	computeBound := 1 / secsPerToken
 	promptBound := 1 / (secsPerToken - outSecs + outSecs/float64(*promptLen))
-	const bs = 16
 	vocab := hp.VocabSize
+	maxSeqs := 1
+	for _, n := range seqCounts {
+		maxSeqs = max(maxSeqs, n)
+	}
+	// newBackend builds the chosen backend with room for seqs sequences of
+	// perSeq tokens each and returns the blocks per sequence.
+	var backendName, backendWhy string
+	newBackend := func(seqs, tokens int) (runtime.Backend, int, error) {
+		const bs = 16
+		b, why, err := pickBackend(m, *backendFlag,
+			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
+			llama.CPUConfig{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)})
+		if err != nil {
+			return nil, 0, err
+		}
+		kv := b.KV()
+		perSeq := (tokens + kv.BlockSize - 1) / kv.BlockSize
+		if seqs*perSeq > kv.NumBlocks {
+			b.Close()
+			return nil, 0, fmt.Errorf("%d sequences of %d tokens need %d KV blocks; the %s backend has %d", seqs, tokens, seqs*perSeq, b.Name(), kv.NumBlocks)
+		}
+		backendName, backendWhy = b.Name(), why
+		return b, perSeq, nil
+	}
 	tok := func(i int) int32 { return int32(3 + i%(vocab-3)) }
 
 	type row struct {
@@ -133,8 +163,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	// Prompt: one chunk of promptLen tokens per step.
 	{
-		nb := (*promptLen + bs - 1) / bs
-		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: nb})
+		b, nb, err := newBackend(1, *promptLen)
 		if err != nil {
 			return err
 		}
@@ -170,8 +199,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		perSeq := (*ctxLen + *steps + 1 + bs - 1) / bs
-		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: n * perSeq})
+		b, perSeq, err := newBackend(n, *ctxLen+*steps+1)
 		if err != nil {
 			return err
 		}
@@ -223,11 +251,13 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
 			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes, "kernels": quant.ISA(), "threads": quant.Workers(),
+			"backend":       backendName + "; " + backendWhy,
 			"bandwidth_gbs": *bandwidth, "gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
 		})
 	}
 	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token; %s kernels, %d compute threads\n",
 		m.Name, m.TypeSummary(), weightBytes, flopsPerToken, quant.ISA(), quant.Workers())
+	fmt.Fprintf(stdout, "backend: %s; %s\n", backendName, backendWhy)
 	peak := fmt.Sprintf("%.0f GFLOP/s", *gflops)
 	if int8 {
 		peak += fmt.Sprintf(" (int8 products: %.0f GOPS)", *int8Gops)

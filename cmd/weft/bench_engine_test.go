@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 func TestBenchEngineJSON(t *testing.T) {
@@ -76,5 +80,41 @@ func runEngineJSON(t *testing.T, got any, flags ...string) {
 	}
 	if err := json.Unmarshal(out.Bytes(), got); err != nil {
 		t.Fatalf("%v in %s", err, out.String())
+	}
+}
+
+// TestBenchEngineBackend: --backend picks the backend measured (a CPU
+// backend renamed stands in for CUDA) and the JSON says which and why.
+func TestBenchEngineBackend(t *testing.T) {
+	saved := newCUDABackend
+	t.Cleanup(func() { newCUDABackend = saved })
+	newCUDABackend = func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (runtime.Backend, error) {
+		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 32, NumBlocks: o.MaxSeqs * 4})
+		return renamed{b, "fake-cuda"}, err
+	}
+	peaks := []string{"--seqs", "1,2", "--prompt", "8", "--context", "4", "--steps", "2", "--prompt-reps", "1",
+		"--bandwidth-gbs", "10", "--gflops", "10", "--int8-gops", "10"}
+	for _, tc := range []struct {
+		flags                  []string
+		wantPrefix, wantSuffix string
+	}{
+		{nil, "cpu (", "; --backend cpu"},
+		{[]string{"--backend", "cuda"}, "fake-cuda; --backend cuda", ""},
+		{[]string{"--backend", "auto"}, "fake-cuda; --backend auto", ""},
+	} {
+		var got struct {
+			Backend string                  `json:"backend"`
+			Results []struct{ Name string } `json:"results"`
+		}
+		runEngineJSON(t, &got, append(append([]string(nil), peaks...), tc.flags...)...)
+		if !strings.HasPrefix(got.Backend, tc.wantPrefix) || !strings.HasSuffix(got.Backend, tc.wantSuffix) {
+			t.Errorf("%q: backend %q, want %q...%q", tc.flags, got.Backend, tc.wantPrefix, tc.wantSuffix)
+		}
+		if len(got.Results) != 3 {
+			t.Errorf("%q: %d results, want 3", tc.flags, len(got.Results))
+		}
+	}
+	if err := runBench(context.Background(), append([]string{"--engine", "--backend", "tpu"}, peaks...), io.Discard, io.Discard); err == nil {
+		t.Error("--backend tpu accepted")
 	}
 }

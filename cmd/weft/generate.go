@@ -149,7 +149,10 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		return nil, errors.New("the prompt encodes to no tokens")
 	}
 	total := len(prompt) + c.MaxTokens
-	b, why, err := generateBackend(m, c, total)
+	const bs = 16
+	b, why, err := pickBackend(m, c.Backend,
+		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
+		llama.CPUConfig{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
 	if err != nil {
 		return nil, err
 	}
@@ -222,36 +225,4 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		res.DecodeTPS = float64(n) / (res.DecodeMS / 1000)
 	}
 	return res, nil
-}
-
-// generateBackend builds the backend for c.Backend with room for total
-// tokens of one sequence, and says why it is the one: --backend cpu or cuda
-// as asked; auto takes CUDA when this binary has it and it opens, else the
-// CPU (and says what CUDA answered).
-func generateBackend(m *runtime.Model, c generateConfig, total int) (runtime.Backend, string, error) {
-	why := "--backend " + c.Backend
-	if c.Backend != "cpu" {
-		switch {
-		case newCUDABackend == nil && c.Backend == "cuda":
-			return nil, "", errNoCUDA
-		case newCUDABackend == nil:
-			why = "--backend auto: no CUDA support in this binary"
-		default:
-			b, err := newCUDABackend(m, cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
-				slog.New(slog.DiscardHandler))
-			if err == nil {
-				return b, why, nil
-			}
-			if c.Backend == "cuda" {
-				return nil, "", fmt.Errorf("--backend cuda: %w", err)
-			}
-			why = "--backend auto: CUDA unavailable: " + err.Error()
-		}
-	}
-	const bs = 16
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
-	if err != nil {
-		return nil, "", err
-	}
-	return b, why, nil
 }
