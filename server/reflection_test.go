@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // TestReflection: the service, health and reflection are listed, and the
@@ -40,7 +42,22 @@ func TestReflection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
-		t.Errorf("no file descriptor for %s: %v", ServiceName, r)
+	fds := r.GetFileDescriptorResponse().GetFileDescriptorProto()
+	if len(fds) == 0 {
+		t.Fatalf("no file descriptor for %s: %v", ServiceName, r)
+	}
+	// The descriptor carries the proto's comments (what grpcurl describe shows).
+	var fd descriptorpb.FileDescriptorProto
+	if err := proto.Unmarshal(fds[0], &fd); err != nil {
+		t.Fatal(err)
+	}
+	comments := 0
+	for _, loc := range fd.GetSourceCodeInfo().GetLocation() {
+		if loc.GetLeadingComments() != "" {
+			comments++
+		}
+	}
+	if fd.GetName() != "inference/v1/inference_service.proto" || comments < 50 {
+		t.Errorf("reflection served %s with %d commented locations; want the API file with its comments", fd.GetName(), comments)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/reflection"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 )
@@ -86,7 +85,9 @@ func New(cfg Config) (*Server, error) {
 	s.grpc = grpc.NewServer(opts...)
 	inferencev1.RegisterInferenceServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
+	if err := registerReflection(s.grpc); err != nil {
+		return nil, err
+	}
 	s.SetServing(false)
 	return s, nil
 }
