@@ -133,6 +133,9 @@ func loadModelOrBuiltin(path string) (*runtime.Model, error) {
 		slog.Warn(runtime.DefaultModelNotice)
 		return m, nil
 	}
+	if err := preloadModel(path, slog.Default()); err != nil {
+		return nil, err
+	}
 	return runtime.Load(path)
 }
 

@@ -483,6 +483,9 @@ func loadServeModel(c serveConfig, log *slog.Logger) (*runtime.Model, error) {
 		}
 		return m, err
 	}
+	if err := preloadModel(c.Model, log); err != nil {
+		return nil, err
+	}
 	return runtime.Load(c.Model)
 }
 
