@@ -79,3 +79,29 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestTokenITLs(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []ChunkTime
+		want   []time.Duration
+	}{
+		{"none", nil, nil},
+		{"one delivery", []ChunkTime{ct(5, 3)}, nil},
+		{"one token each", []ChunkTime{ct(5, 1), ct(7, 1), ct(10, 1)}, []time.Duration{msd(2), msd(3)}},
+		{"k tokens: k gaps of interval/k", []ChunkTime{ct(5, 1), ct(11, 3)}, []time.Duration{msd(2), msd(2), msd(2)}},
+		{
+			"messages read together are one delivery",
+			[]ChunkTime{ct(5, 1), ct(9, 1), ct(9.001, 1), ct(9.05, 2), ct(13, 1)},
+			// 9, 9.001 and 9.05 are one delivery of 4 tokens 4 ms after 5;
+			// 13 is 3.95 ms after that delivery's last message.
+			[]time.Duration{msd(1), msd(1), msd(1), msd(1), msd(3.95)},
+		},
+	}
+	for _, tc := range tests {
+		r := Record{Chunks: tc.chunks}
+		if diff := cmp.Diff(tc.want, r.TokenITLs()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
