@@ -216,3 +216,19 @@ func TestClientFlagsTLSAuth(t *testing.T) {
 		}
 	})
 }
+
+func TestProbeAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		":50051":          "127.0.0.1:50051",
+		"0.0.0.0:50051":   "127.0.0.1:50051",
+		"[::]:50051":      "[::1]:50051",
+		"10.0.0.5:50051":  "10.0.0.5:50051",
+		"weft.test:443":   "weft.test:443",
+		"unix:///tmp/s":   "unix:///tmp/s",
+		"127.0.0.1:50051": "127.0.0.1:50051",
+	} {
+		if got := probeAddr(in); got != want {
+			t.Errorf("probeAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].short)
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].short)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun 'weft <command> -h' for a command's flags.\n")
 }
