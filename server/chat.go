@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -11,6 +13,7 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -64,7 +67,13 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 		clientDone  bool
 		recvErrChan = (<-chan error)(recvErr)
 	)
+	// start begins the reply to t, or returns why t is refused; a refused
+	// turn leaves the conversation as it was.
 	start := func(t *inferencev1.ChatTurn) error {
+		if len(t.GetMessages()) == 0 {
+			return badField("turn.messages", "a turn needs at least one message")
+		}
+		msgs := slices.Clip(conv)
 		for i, m := range t.GetMessages() {
 			name, ok := roleNames[m.GetRole()]
 			if !ok {
@@ -73,15 +82,11 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			if !utf8.ValidString(m.GetContent()) {
 				return reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.content", "message %d is not valid UTF-8", i)
 			}
-			conv = append(conv, chat.Message{Role: name, Content: m.GetContent()})
+			msgs = append(msgs, chat.Message{Role: name, Content: m.GetContent()})
 		}
-		text, err := s.cfg.Chat.Render(conv, true)
+		msgs, prompt, err := s.chatPrompt(ctx, msgs, len(conv), t.GetTruncation())
 		if err != nil {
-			return reqErr(codes.InvalidArgument, ReasonChatTemplate, "turn.messages", "%v", err)
-		}
-		prompt := s.cfg.Tokenizer.Encode(text, false, true)
-		if bt, ok := s.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
-			prompt = append([]int32{bt.BOS()}, prompt...)
+			return err
 		}
 		r, err := s.buildRequest(t.GetRequestId(), prompt, t, 0)
 		if err != nil {
@@ -91,6 +96,7 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 		if err != nil {
 			return err
 		}
+		conv = msgs
 		idx := next
 		next++
 		p := s.pump(ctx, st, r, time.Now(), func(c *inferencev1.Chunk, f *inferencev1.Final) error {
@@ -105,18 +111,31 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 		reply = &chatReply{st: st, pump: p, index: idx}
 		return nil
 	}
-	turn := func(t *inferencev1.ChatTurn) error {
-		if len(t.GetMessages()) == 0 {
-			return badField("turn.messages", "a turn needs at least one message")
+	// startOrRefuse starts t; a refused turn gets its TurnError (no reply
+	// is streaming, so this goroutine may Send) and the stream goes on.
+	// Only errors that end the stream are returned.
+	startOrRefuse := func(t *inferencev1.ChatTurn) error {
+		err := start(t)
+		if err == nil {
+			return nil
 		}
+		te := turnError(err)
+		if te == nil {
+			return err
+		}
+		idx := next
+		next++
+		return stream.Send(&inferencev1.ChatResponse{Turn: idx, Response: &inferencev1.ChatResponse_Error{Error: te}})
+	}
+	turn := func(t *inferencev1.ChatTurn) error {
 		if reply != nil {
 			// Interrupt: the reply ends (its partial text is kept) and this
-			// turn starts when it has.
+			// turn starts (or is refused) when it has.
 			reply.st.Cancel()
 			pending = t
 			return nil
 		}
-		return start(t)
+		return startOrRefuse(t)
 	}
 
 	for {
@@ -171,7 +190,7 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			if pending != nil {
 				t := pending
 				pending = nil
-				if err := start(t); err != nil {
+				if err := startOrRefuse(t); err != nil {
 					return Status(err)
 				}
 			} else if clientDone {
@@ -181,5 +200,63 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			reply.st.Cancel()
 			return Status(errSlowReader)
 		}
+	}
+}
+
+// chatPrompt renders and tokenizes msgs, whose first keep messages are the
+// conversation so far. Message contents are tokenized as plain text (they
+// never produce control tokens); only the template's own text does. A
+// conversation over MaxPromptBytes (its contents summed) or the context is
+// refused with PROMPT_TOO_LONG, or, with TRUNCATION_DROP_OLDEST, loses its
+// oldest non-system messages from the conversation so far (an assistant
+// reply goes with the message before it) until it fits. It returns the
+// conversation as sent and its prompt.
+func (s *Server) chatPrompt(ctx context.Context, msgs []chat.Message, keep int, trunc inferencev1.Truncation) ([]chat.Message, []int32, error) {
+	drop := func() bool {
+		if trunc != inferencev1.Truncation_TRUNCATION_DROP_OLDEST {
+			return false
+		}
+		i := slices.IndexFunc(msgs[:keep], func(m chat.Message) bool { return m.Role != "system" })
+		if i < 0 {
+			return false
+		}
+		j := i + 1
+		for j < keep && msgs[j].Role == "assistant" {
+			j++
+		}
+		msgs = slices.Delete(slices.Clone(msgs), i, j)
+		keep -= j - i
+		return true
+	}
+	for {
+		n := 0
+		for _, m := range msgs {
+			n += len(m.Content)
+		}
+		if err := s.checkPromptBytes("turn.messages.content", n); err != nil {
+			if drop() {
+				continue
+			}
+			return nil, nil, err
+		}
+		parts, err := s.cfg.Chat.RenderSegments(msgs, true)
+		if err != nil {
+			return nil, nil, reqErr(codes.InvalidArgument, ReasonChatTemplate, "turn.messages", "%v", err)
+		}
+		segs := make([]tokenizer.Segment, len(parts))
+		for i, p := range parts {
+			segs[i] = tokenizer.Segment{Text: p.Text, ParseSpecial: !p.Content}
+		}
+		prompt, err := s.encodeSegments(ctx, segs, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if bt, ok := s.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
+			prompt = append([]int32{bt.BOS()}, prompt...)
+		}
+		if len(prompt) >= s.cfg.Info.ContextLen && drop() {
+			continue
+		}
+		return msgs, prompt, nil
 	}
 }

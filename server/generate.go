@@ -149,7 +149,13 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 		if p.Text == "" {
 			return Status(reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt.text", "empty prompt"))
 		}
-		prompt = s.cfg.Tokenizer.Encode(p.Text, true, false)
+		if err := s.checkPromptBytes("prompt.text", len(p.Text)); err != nil {
+			return Status(err)
+		}
+		var err error
+		if prompt, err = s.encode(ctx, p.Text, true, req.GetParseSpecial()); err != nil {
+			return Status(err)
+		}
 	case *inferencev1.GenerateRequest_TokenIds:
 		prompt = p.TokenIds.GetIds()
 	}

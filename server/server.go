@@ -36,6 +36,7 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	metrics *metrics
+	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
 }
 
 var _ inferencev1.InferenceServiceServer = (*Server)(nil)
@@ -46,7 +47,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, health: health.NewServer()}
+	s := &Server{cfg: cfg, health: health.NewServer(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency)}
 	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)

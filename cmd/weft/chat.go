@@ -76,6 +76,7 @@ func chatLoop(ctx context.Context, c inferencev1.InferenceServiceClient, in io.R
 		if first && o.System != "" {
 			turn.Messages = append(turn.Messages, &inferencev1.ChatMessage{Role: inferencev1.Role_ROLE_SYSTEM, Content: o.System})
 		}
+		withSystem := first && o.System != ""
 		first = false
 		turn.Messages = append(turn.Messages, &inferencev1.ChatMessage{Role: inferencev1.Role_ROLE_USER, Content: line})
 		if err := stream.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: turn}}); err != nil {
@@ -94,6 +95,13 @@ func chatLoop(ctx context.Context, c inferencev1.InferenceServiceClient, in io.R
 				if f.GetFinishReason() == inferencev1.FinishReason_FINISH_REASON_ERROR {
 					fmt.Fprintf(out, "[error: %s]\n", f.GetErrorMessage())
 				}
+				break
+			}
+			if te := m.GetError(); te != nil {
+				// The server refused the turn; the conversation goes on
+				// without it (so the system message is sent again).
+				fmt.Fprintf(out, "[refused: %s: %s]\n", te.GetReason(), te.GetMessage())
+				first = withSystem
 				break
 			}
 		}
