@@ -36,7 +36,7 @@ type chatReply struct {
 // time calls Send).
 func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
 	if s.cfg.Chat == nil {
-		return Status(reqErr(codes.FailedPrecondition, ReasonNoChatTemplate, "", "the model has no chat template"))
+		return s.refuse(reqErr(codes.FailedPrecondition, ReasonNoChatTemplate, "", "the model has no chat template"))
 	}
 	ctx := stream.Context()
 	reqs := make(chan *inferencev1.ChatRequest)
@@ -120,6 +120,7 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			return nil
 		}
 		te := turnError(err)
+		s.metrics.rejected.WithLabelValues(rejectReason(err)).Inc()
 		if te == nil {
 			return err
 		}

@@ -13,14 +13,14 @@ import (
 // Tokenize implements InferenceService.Tokenize.
 func (s *Server) Tokenize(ctx context.Context, req *inferencev1.TokenizeRequest) (*inferencev1.TokenizeResponse, error) {
 	if !utf8.ValidString(req.GetText()) {
-		return nil, Status(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
+		return nil, s.refuse(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
 	}
 	if err := s.checkPromptBytes("text", len(req.GetText())); err != nil {
-		return nil, Status(err)
+		return nil, s.refuse(err)
 	}
 	ids, err := s.encode(ctx, req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
 	if err != nil {
-		return nil, Status(err)
+		return nil, s.refuse(err)
 	}
 	return &inferencev1.TokenizeResponse{TokenIds: ids}, nil
 }

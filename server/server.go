@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -96,16 +97,32 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 	tok, err := auth.AuthFromMD(ctx, "bearer")
 	if err != nil || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AuthToken)) != 1 {
-		return nil, Status(errUnauthenticated)
+		return nil, s.refuse(errUnauthenticated)
 	}
 	return ctx, nil
 }
 
-// interceptorLogger adapts slog to the middleware's logger.
+// interceptorLogger adapts slog to the middleware's logger. Health and
+// reflection calls (probes, grpcurl) log at debug level only.
 func interceptorLogger(l *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		if probeCall(fields) {
+			lvl = logging.LevelDebug
+		}
 		l.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
+}
+
+// probeCall reports whether the middleware's fields name a health or
+// reflection service.
+func probeCall(fields []any) bool {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if k, _ := fields[i].(string); k == logging.ServiceFieldKey {
+			svc, _ := fields[i+1].(string)
+			return strings.HasPrefix(svc, "grpc.health.") || strings.HasPrefix(svc, "grpc.reflection.")
+		}
+	}
+	return false
 }
 
 // GRPC returns the underlying gRPC server (to register more services).
