@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 )
@@ -89,20 +91,29 @@ func TestRejectedCounter(t *testing.T) {
 type levelRecorder struct {
 	mu     sync.Mutex
 	levels map[string][]slog.Level
+	ids    map[string][]string // request_id attributes by grpc.service
 }
 
 func (r *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *levelRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
 func (r *levelRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *levelRecorder) Handle(_ context.Context, rec slog.Record) error {
+	var svc, id string
 	rec.Attrs(func(a slog.Attr) bool {
-		if a.Key == "grpc.service" {
-			r.mu.Lock()
-			r.levels[a.Value.String()] = append(r.levels[a.Value.String()], rec.Level)
-			r.mu.Unlock()
+		switch a.Key {
+		case "grpc.service":
+			svc = a.Value.String()
+		case "request_id":
+			id = a.Value.String()
 		}
 		return true
 	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.levels[svc] = append(r.levels[svc], rec.Level)
+	if r.ids != nil {
+		r.ids[svc] = append(r.ids[svc], id)
+	}
 	return nil
 }
 
@@ -123,5 +134,41 @@ func TestProbesLogAtDebug(t *testing.T) {
 	want := map[string][]slog.Level{"grpc.health.v1.Health": {slog.LevelDebug}, ServiceName: {slog.LevelInfo}}
 	if diff := cmp.Diff(want, rec.levels); diff != "" {
 		t.Errorf("log levels by service (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequestIDOnLogLines: every log line of a call carries its request_id,
+// the client's x-request-id when it sends one, and the response header
+// says which.
+func TestRequestIDOnLogLines(t *testing.T) {
+	rec := &levelRecorder{levels: map[string][]slog.Level{}, ids: map[string][]string{}}
+	h := newHarness(t, harnessOpts{server: func(c *Config) { c.Logger = slog.New(rec) }})
+	ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDHeader, "client-id-1")
+	var hdr metadata.MD
+	if _, err := h.client.GetModelInfo(ctx, &inferencev1.GetModelInfoRequest{}, grpc.Header(&hdr)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.client.Generate(context.Background(), textPrompt("x", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	genHdr, err := s.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(s)
+	h.srv.GRPC().Stop()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	gen := genHdr.Get(RequestIDHeader)
+	if len(gen) != 1 || len(gen[0]) != 16 {
+		t.Fatalf("Generate's %s header %q, want one made-up id", RequestIDHeader, gen)
+	}
+	want := map[string][]string{ServiceName: {"client-id-1", gen[0]}}
+	if diff := cmp.Diff(want, rec.ids); diff != "" {
+		t.Errorf("request_id by service (-want +got):\n%s", diff)
+	}
+	if got := hdr.Get(RequestIDHeader); len(got) != 1 || got[0] != "client-id-1" {
+		t.Errorf("GetModelInfo's %s header %q", RequestIDHeader, got)
 	}
 }

@@ -48,6 +48,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = slog.New(requestIDHandler{cfg.Logger.Handler()})
 	s := &Server{cfg: cfg, health: health.NewServer(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency)}
 	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats)
 	if err != nil {
@@ -61,8 +62,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger.ErrorContext(ctx, "panic in handler", "panic", p)
 		return Status(errPanic)
 	})
-	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(lg, logOpts...)}
-	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(lg, logOpts...)}
+	unary := []grpc.UnaryServerInterceptor{requestIDUnary, logging.UnaryServerInterceptor(lg, logOpts...)}
+	streams := []grpc.StreamServerInterceptor{requestIDStream, logging.StreamServerInterceptor(lg, logOpts...)}
 	if cfg.AuthToken != "" {
 		notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 			return c.Service != healthpb.Health_ServiceDesc.ServiceName
