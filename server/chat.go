@@ -207,7 +207,8 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 // chatPrompt renders and tokenizes msgs, whose first keep messages are the
 // conversation so far. Message contents are tokenized as plain text (they
 // never produce control tokens); only the template's own text does. A
-// conversation over MaxPromptBytes (its contents summed) or the context is
+// conversation over MaxPromptBytes (its contents summed, then the rendered
+// prompt) or the context is
 // refused with PROMPT_TOO_LONG, or, with TRUNCATION_DROP_OLDEST, loses its
 // oldest non-system messages from the conversation so far (an assistant
 // reply goes with the message before it) until it fits. It returns the
@@ -245,8 +246,18 @@ func (s *Server) chatPrompt(ctx context.Context, msgs []chat.Message, keep int, 
 			return nil, nil, reqErr(codes.InvalidArgument, ReasonChatTemplate, "turn.messages", "%v", err)
 		}
 		segs := make([]tokenizer.Segment, len(parts))
+		rendered := 0
 		for i, p := range parts {
 			segs[i] = tokenizer.Segment{Text: p.Text, ParseSpecial: !p.Content}
+			rendered += len(p.Text)
+		}
+		// The template's own text counts too (many empty messages render
+		// to much markup): the whole prompt is bounded before tokenizing.
+		if err := s.checkPromptBytes("turn.messages", rendered); err != nil {
+			if drop() {
+				continue
+			}
+			return nil, nil, err
 		}
 		prompt, err := s.encodeSegments(ctx, segs, false)
 		if err != nil {

@@ -226,6 +226,20 @@ func TestPromptBytesBeforeTokenizing(t *testing.T) {
 	if te.GetReason() != ReasonPromptTooLong || te.GetCode() != int32(codes.InvalidArgument) || te.GetMetadata()["prompt_bytes"] != "101" {
 		t.Errorf("chat: %v, want a PROMPT_TOO_LONG TurnError for 101 bytes", m)
 	}
+	// Empty contents, but the markup of 20 messages renders to 151 bytes with the generation prompt.
+	var empty []*inferencev1.ChatMessage
+	for range 20 {
+		empty = append(empty, user(""))
+	}
+	if err := s.Send(chatTurn(&inferencev1.ChatTurn{Messages: empty})); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = s.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if te := m.GetError(); te.GetReason() != ReasonPromptTooLong || te.GetMetadata()["prompt_bytes"] != "151" {
+		t.Errorf("chat, rendered: %v, want a PROMPT_TOO_LONG TurnError for 151 bytes", m)
+	}
 	s.CloseSend()
 	if _, err := s.Recv(); err != io.EOF {
 		t.Errorf("chat after half-close: %v, want EOF", err)

@@ -16,11 +16,14 @@ func (s *Server) checkPromptBytes(field string, n int) error {
 	if n <= s.cfg.MaxPromptBytes {
 		return nil
 	}
+	msg := fmt.Sprintf("%s: %d bytes of text, at most %d", field, n, s.cfg.MaxPromptBytes)
+	if s.cfg.MaxPromptBytes == s.cfg.Info.ContextLen*PromptBytesPerToken {
+		msg += fmt.Sprintf(" (%d bytes per token of the %d-token context)", PromptBytesPerToken, s.cfg.Info.ContextLen)
+	}
 	return &requestError{
 		code:   codes.InvalidArgument,
 		reason: ReasonPromptTooLong,
-		msg: fmt.Sprintf("%s: %d bytes of text, at most %d (%d bytes per token of the %d-token context)",
-			field, n, s.cfg.MaxPromptBytes, PromptBytesPerToken, s.cfg.Info.ContextLen),
+		msg:    msg,
 		meta: map[string]string{
 			"field":            field,
 			"prompt_bytes":     strconv.Itoa(n),

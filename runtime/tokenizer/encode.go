@@ -37,18 +37,29 @@ type Segment struct {
 // holds control-token text the result is Encode of the whole text with
 // parseSpecial true.
 func (t *Tokenizer) EncodeSegments(segs []Segment, addSpecial bool) []int32 {
-	var frags []fragment
-	n := 0
+	var (
+		frags []fragment
+		run   strings.Builder // raw text since the last special token
+		n     int
+	)
+	flush := func() {
+		if run.Len() > 0 {
+			frags = append(frags, fragment{text: run.String(), id: -1})
+			run = strings.Builder{}
+		}
+	}
 	for _, sg := range segs {
 		n += len(sg.Text)
 		for _, fr := range t.partition(sg.Text, sg.ParseSpecial) {
-			if k := len(frags) - 1; fr.id < 0 && k >= 0 && frags[k].id < 0 {
-				frags[k].text += fr.text // coalesce: one run of raw text
+			if fr.id < 0 {
+				run.WriteString(fr.text) // coalesce: one run of raw text
 				continue
 			}
+			flush()
 			frags = append(frags, fr)
 		}
 	}
+	flush()
 	return t.encodeFragments(frags, n, addSpecial)
 }
 
