@@ -334,9 +334,20 @@ func TestChatSurvivesBadTurn(t *testing.T) {
 	// The conversation is as it was: the refused turns left no trace.
 	step(&inferencev1.ChatTurn{Messages: []*inferencev1.ChatMessage{user("ok")}},
 		result{4, "", "user: hi\nassistant: $PREV\nuser: ok\nassistant: "})
-	// Over the context with TRUNCATION_DROP_OLDEST: the oldest turns go.
-	step(&inferencev1.ChatTurn{Messages: []*inferencev1.ChatMessage{user(long)}, Truncation: inferencev1.Truncation_TRUNCATION_DROP_OLDEST},
-		result{5, "", "user: " + long + "\nassistant: "})
+	// Over the context with TRUNCATION_DROP_OLDEST: the fewest oldest turns
+	// that make it fit go. The fake tokenizer has one token per byte plus
+	// BOS and replies are 2 letters: 65 + 15 tokens with everything, 42 + 15
+	// without the first exchange.
+	mid := strings.Repeat("z", 15)
+	drop := inferencev1.Truncation_TRUNCATION_DROP_OLDEST
+	step(&inferencev1.ChatTurn{Messages: []*inferencev1.ChatMessage{user(mid)}, Truncation: drop},
+		result{5, "", "user: ok\nassistant: $PREV\nuser: " + mid + "\nassistant: "})
+	// Every earlier exchange must go for this one.
+	step(&inferencev1.ChatTurn{Messages: []*inferencev1.ChatMessage{user(long)}, Truncation: drop},
+		result{6, "", "user: " + long + "\nassistant: "})
+	// And one that cannot fit at all is refused, policy or not.
+	step(&inferencev1.ChatTurn{Messages: []*inferencev1.ChatMessage{user(strings.Repeat("w", 60))}, Truncation: drop},
+		result{7, ReasonPromptTooLong, ""})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("turns (-want +got):\n%s", diff)
 	}

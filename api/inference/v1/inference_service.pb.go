@@ -115,8 +115,9 @@ const (
 	// Reject the turn with a TurnError (reason PROMPT_TOO_LONG); the
 	// conversation is left as it was before the turn.
 	Truncation_TRUNCATION_REJECT Truncation = 1
-	// Drop the oldest non-system messages, one at a time, until the prompt
-	// fits; the turn is rejected if it does not fit even with none of them.
+	// Drop the fewest oldest non-system messages of the conversation so far
+	// (a message and the assistant replies after it) that make the prompt fit;
+	// the turn is rejected if it does not fit even with none of them.
 	Truncation_TRUNCATION_DROP_OLDEST Truncation = 2
 )
 
