@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -333,6 +334,8 @@ func TestShutdownDeadline(t *testing.T) {
 type panicTokenizer struct{ fakeTokenizer }
 
 func (panicTokenizer) Encode(string, bool, bool) []int32 { panic("boom") }
+
+func (panicTokenizer) EncodeSegments([]tokenizer.Segment, bool) []int32 { panic("boom") }
 
 // TestPanicRecovery: a panic in a handler becomes INTERNAL for that call;
 // the server goes on serving.

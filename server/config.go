@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -28,9 +30,20 @@ var _ Scheduler = (*scheduler.Scheduler)(nil)
 // implements it.
 type Tokenizer interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
+	// EncodeSegments tokenizes the concatenated segments, recognising
+	// control-token text only in segments with ParseSpecial set.
+	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
 	Decode(ids []int32) string
 	VocabSize() int
 }
+
+// PromptBytesPerToken is the default bytes-per-token bound behind
+// MaxPromptBytes. Typical text runs 3 to 5 bytes per token (English on a
+// 32k SentencePiece vocabulary about 4, CJK about 3 per character); 16 is
+// four times that, so a prompt that fits the context in tokens is all but
+// never refused for its bytes, while tokenizing the longest accepted text
+// costs a bounded, context-sized amount of work and memory.
+const PromptBytesPerToken = 16
 
 // bosTokenizer is optionally implemented by a Tokenizer whose model wants a
 // BOS token in front of every prompt (used for chat prompts whose template
@@ -40,10 +53,11 @@ type bosTokenizer interface {
 	AddBOS() bool
 }
 
-// ChatRenderer renders a conversation into prompt text; *chat.Template
-// implements it.
+// ChatRenderer renders a conversation into prompt text, split into the
+// template's own text and the message contents; *chat.Template implements
+// it.
 type ChatRenderer interface {
-	Render(msgs []chat.Message, addGenerationPrompt bool) (string, error)
+	RenderSegments(msgs []chat.Message, addGenerationPrompt bool) ([]chat.Segment, error)
 }
 
 // KVCache describes the paged KV pool for GetModelInfo.
@@ -81,6 +95,14 @@ type Config struct {
 	// Info is what GetModelInfo reports; Info.ContextLen (> 1) bounds
 	// prompts and max_tokens, Info.VocabSize defaults to Tokenizer.VocabSize().
 	Info ModelInfo
+	// MaxPromptBytes bounds the bytes of text a request may have tokenized
+	// (Generate's text, the sum of a chat conversation's contents, Tokenize's
+	// text); longer texts are refused with PROMPT_TOO_LONG before any
+	// tokenization. Default Info.ContextLen * PromptBytesPerToken.
+	MaxPromptBytes int
+	// TokenizeConcurrency bounds how many requests tokenize at once (the
+	// rest wait, cancellably). Default GOMAXPROCS.
+	TokenizeConcurrency int
 	// DefaultMaxTokens is used when a request leaves max_tokens at 0
 	// (capped by the room left in the context). Default 256.
 	DefaultMaxTokens int
@@ -130,6 +152,18 @@ func (c *Config) validate() error {
 	}
 	if c.Info.ContextLen < 2 {
 		return bad("context length %d must be >= 2", c.Info.ContextLen)
+	}
+	if c.MaxPromptBytes == 0 {
+		c.MaxPromptBytes = c.Info.ContextLen * PromptBytesPerToken
+	}
+	if c.MaxPromptBytes < 0 {
+		return bad("MaxPromptBytes %d must be > 0", c.MaxPromptBytes)
+	}
+	if c.TokenizeConcurrency == 0 {
+		c.TokenizeConcurrency = goruntime.GOMAXPROCS(0)
+	}
+	if c.TokenizeConcurrency < 0 {
+		return bad("TokenizeConcurrency %d must be > 0", c.TokenizeConcurrency)
 	}
 	if c.DefaultMaxTokens == 0 {
 		c.DefaultMaxTokens = 256

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -158,4 +159,34 @@ func promptTooLong(n, ctxLen int) error {
 		msg:    fmt.Sprintf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", n, ctxLen),
 		meta:   map[string]string{"prompt_tokens": strconv.Itoa(n), "context_length": strconv.Itoa(ctxLen)},
 	}
+}
+
+// turnReasons are the refusals that fail one chat turn, not the stream.
+var turnReasons = map[string]bool{
+	ReasonInvalidParameter: true,
+	ReasonEmptyPrompt:      true,
+	ReasonInvalidUTF8:      true,
+	ReasonTokenOutOfRange:  true,
+	ReasonPromptTooLong:    true,
+	ReasonChatTemplate:     true,
+	ReasonQueueFull:        true,
+}
+
+// turnError is the TurnError for an error that refuses one chat turn (the
+// same code, message and ErrorInfo a Generate would get as its status), or
+// nil when err must end the stream.
+func turnError(err error) *inferencev1.TurnError {
+	st := toStatus(err)
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && turnReasons[ei.GetReason()] {
+			return &inferencev1.TurnError{
+				Code:     int32(st.Code()),
+				Message:  st.Message(),
+				Reason:   ei.GetReason(),
+				Domain:   ei.GetDomain(),
+				Metadata: ei.GetMetadata(),
+			}
+		}
+	}
+	return nil
 }

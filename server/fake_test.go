@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -29,6 +30,14 @@ func (fakeTokenizer) Encode(text string, addSpecial, _ bool) []int32 {
 		ids = append(ids, 3+int32(text[i]))
 	}
 	return ids
+}
+
+func (fakeTokenizer) EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32 {
+	var b strings.Builder
+	for _, sg := range segs {
+		b.WriteString(sg.Text)
+	}
+	return fakeTokenizer{}.Encode(b.String(), addSpecial, false)
 }
 
 func (fakeTokenizer) Decode(ids []int32) string {
@@ -63,6 +72,17 @@ func (fakeChat) Render(msgs []chat.Message, gen bool) (string, error) {
 		b.WriteString("assistant: ")
 	}
 	return b.String(), nil
+}
+
+func (c fakeChat) RenderSegments(msgs []chat.Message, gen bool) ([]chat.Segment, error) {
+	var segs []chat.Segment
+	for _, m := range msgs {
+		segs = append(segs, chat.Segment{Text: m.Role + ": "}, chat.Segment{Text: m.Content, Content: true}, chat.Segment{Text: "\n"})
+	}
+	if gen {
+		segs = append(segs, chat.Segment{Text: "assistant: "})
+	}
+	return segs, nil
 }
 
 // fakeModel implements scheduler.Model. It keeps a fake KV cache (the token

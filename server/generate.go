@@ -144,22 +144,28 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 	switch p := req.GetPrompt().(type) {
 	case *inferencev1.GenerateRequest_Text:
 		if !utf8.ValidString(p.Text) {
-			return Status(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "prompt.text", "not valid UTF-8"))
+			return s.refuse(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "prompt.text", "not valid UTF-8"))
 		}
 		if p.Text == "" {
-			return Status(reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt.text", "empty prompt"))
+			return s.refuse(reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt.text", "empty prompt"))
 		}
-		prompt = s.cfg.Tokenizer.Encode(p.Text, true, false)
+		if err := s.checkPromptBytes("prompt.text", len(p.Text)); err != nil {
+			return s.refuse(err)
+		}
+		var err error
+		if prompt, err = s.encode(ctx, p.Text, true, req.GetParseSpecial()); err != nil {
+			return s.refuse(err)
+		}
 	case *inferencev1.GenerateRequest_TokenIds:
 		prompt = p.TokenIds.GetIds()
 	}
 	r, err := s.buildRequest(req.GetRequestId(), prompt, req, req.GetPriority())
 	if err != nil {
-		return Status(err)
+		return s.refuse(err)
 	}
 	st, err := s.cfg.Scheduler.Submit(ctx, r)
 	if err != nil {
-		return Status(err)
+		return s.refuse(err)
 	}
 	// Headers now: the client learns the request was accepted before the
 	// first token.

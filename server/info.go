@@ -10,18 +10,18 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 )
 
-// maxTokenizeBytes caps Tokenize's input (the message limit caps it anyway).
-const maxTokenizeBytes = 1 << 20
-
 // Tokenize implements InferenceService.Tokenize.
-func (s *Server) Tokenize(_ context.Context, req *inferencev1.TokenizeRequest) (*inferencev1.TokenizeResponse, error) {
+func (s *Server) Tokenize(ctx context.Context, req *inferencev1.TokenizeRequest) (*inferencev1.TokenizeResponse, error) {
 	if !utf8.ValidString(req.GetText()) {
-		return nil, Status(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
+		return nil, s.refuse(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
 	}
-	if len(req.GetText()) > maxTokenizeBytes {
-		return nil, Status(badField("text", "%d bytes, at most %d", len(req.GetText()), maxTokenizeBytes))
+	if err := s.checkPromptBytes("text", len(req.GetText())); err != nil {
+		return nil, s.refuse(err)
 	}
-	ids := s.cfg.Tokenizer.Encode(req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
+	ids, err := s.encode(ctx, req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
+	if err != nil {
+		return nil, s.refuse(err)
+	}
 	return &inferencev1.TokenizeResponse{TokenIds: ids}, nil
 }
 

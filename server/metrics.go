@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -24,6 +26,7 @@ type metrics struct {
 	queue     prometheus.Histogram
 	iteration prometheus.Histogram
 	success   *prometheus.CounterVec
+	rejected  *prometheus.CounterVec // requests refused before admission, by ErrorInfo reason
 }
 
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
@@ -53,6 +56,9 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metri
 		success: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "weft_request_success_total", Help: "Finished requests by finish reason.",
 		}, []string{"finished_reason"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weft_requests_rejected_total", Help: "Requests (and chat turns) refused before admission, by ErrorInfo reason.",
+		}, []string{"reason"}),
 	}
 	gauge := func(name, help string, f func(scheduler.Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
@@ -61,7 +67,9 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metri
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
 	}
 	cs := []prometheus.Collector{
-		m.ttft, m.tpot, m.e2e, m.queue, m.iteration, m.success,
+		m.ttft, m.tpot, m.e2e, m.queue, m.iteration, m.success, m.rejected,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("weft_num_requests_running", "Requests in the running batch.", func(s scheduler.Stats) float64 { return float64(s.Running) }),
 		gauge("weft_num_requests_waiting", "Requests waiting for admission.", func(s scheduler.Stats) float64 { return float64(s.Waiting) }),
 		gauge("weft_kv_cache_usage_perc", "Fraction of KV blocks held by running requests (1 = full).", kvUsage),
@@ -152,4 +160,21 @@ func (s *Server) SampleStats(ctx context.Context, every time.Duration) {
 			last = st.Steps
 		}
 	}
+}
+
+// refuse counts err in weft_requests_rejected_total and returns its status:
+// for every refusal before admission.
+func (s *Server) refuse(err error) error {
+	s.metrics.rejected.WithLabelValues(rejectReason(err)).Inc()
+	return Status(err)
+}
+
+// rejectReason is the ErrorInfo reason err's status carries.
+func rejectReason(err error) string {
+	for _, d := range toStatus(err).Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return ei.GetReason()
+		}
+	}
+	return ReasonInternal
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -35,6 +36,7 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	metrics *metrics
+	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
 }
 
 var _ inferencev1.InferenceServiceServer = (*Server)(nil)
@@ -45,7 +47,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, health: health.NewServer()}
+	cfg.Logger = slog.New(requestIDHandler{cfg.Logger.Handler()})
+	s := &Server{cfg: cfg, health: health.NewServer(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency)}
 	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
@@ -58,8 +61,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger.ErrorContext(ctx, "panic in handler", "panic", p)
 		return Status(errPanic)
 	})
-	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(lg, logOpts...)}
-	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(lg, logOpts...)}
+	unary := []grpc.UnaryServerInterceptor{requestIDUnary, logging.UnaryServerInterceptor(lg, logOpts...)}
+	streams := []grpc.StreamServerInterceptor{requestIDStream, logging.StreamServerInterceptor(lg, logOpts...)}
 	if cfg.AuthToken != "" {
 		notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 			return c.Service != healthpb.Health_ServiceDesc.ServiceName
@@ -96,16 +99,32 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 	tok, err := auth.AuthFromMD(ctx, "bearer")
 	if err != nil || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AuthToken)) != 1 {
-		return nil, Status(errUnauthenticated)
+		return nil, s.refuse(errUnauthenticated)
 	}
 	return ctx, nil
 }
 
-// interceptorLogger adapts slog to the middleware's logger.
+// interceptorLogger adapts slog to the middleware's logger. Health and
+// reflection calls (probes, grpcurl) log at debug level only.
 func interceptorLogger(l *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		if probeCall(fields) {
+			lvl = logging.LevelDebug
+		}
 		l.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
+}
+
+// probeCall reports whether the middleware's fields name a health or
+// reflection service.
+func probeCall(fields []any) bool {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if k, _ := fields[i].(string); k == logging.ServiceFieldKey {
+			svc, _ := fields[i+1].(string)
+			return strings.HasPrefix(svc, "grpc.health.") || strings.HasPrefix(svc, "grpc.reflection.")
+		}
+	}
+	return false
 }
 
 // GRPC returns the underlying gRPC server (to register more services).

@@ -210,19 +210,30 @@ func chatLoop(ctx context.Context, c inferencev1.InferenceServiceClient, in io.R
 		if first && o.System != "" {
 			turn.Messages = append(turn.Messages, &inferencev1.ChatMessage{Role: inferencev1.Role_ROLE_SYSTEM, Content: o.System})
 		}
+		withSystem := first && o.System != ""
 		first = false
 		turn.Messages = append(turn.Messages, &inferencev1.ChatMessage{Role: inferencev1.Role_ROLE_USER, Content: line})
 		if err := s.stream.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: turn}}); err != nil {
 			return err
 		}
 		if err := chatReply(ctx, s, out, sigs); err != nil {
-			if errors.Is(err, errQuit) {
+			switch {
+			case errors.Is(err, errQuit):
 				return nil
+			case errors.Is(err, errRefused):
+				// The refused turn is not in the conversation, so a system
+				// message it carried is sent again with the next one.
+				first = withSystem
+				continue
 			}
 			return err
 		}
 	}
 }
+
+// errRefused is chatReply's word that the server refused the turn (a
+// TurnError); the stream and the conversation go on.
+var errRefused = errors.New("turn refused")
 
 // chatReply prints one streamed reply up to its final message, then the
 // statistics line; os.Interrupt sends ChatCancel once, again quits.
@@ -263,6 +274,12 @@ func chatReply(ctx context.Context, s *chatStream, out io.Writer, sigs <-chan os
 				fmt.Fprintln(out)
 				fmt.Fprintln(out, chatStats(f, time.Since(start), firstAt.Sub(start)))
 				return nil
+			}
+			if te := r.m.GetError(); te != nil {
+				// The server refused the turn; the conversation goes on
+				// without it.
+				fmt.Fprintf(out, "[refused: %s: %s]\n", te.GetReason(), te.GetMessage())
+				return errRefused
 			}
 		}
 	}

@@ -82,7 +82,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var seed uint64
 	fs.StringVar(&c.Model, "model", "", "GGUF model file (default: the built-in random-weight model weft-tiny)")
 	fs.StringVar(&c.Prompt, "prompt", "", "prompt text (BOS is added; special tokens are parsed)")
-	fs.IntVar(&c.MaxTokens, "max-tokens", 64, "tokens to generate at most")
+	fs.IntVar(&c.MaxTokens, "max-tokens", 64, "tokens to generate at most (at most the context length; generation also ends at the context's end)")
 	fs.Float64Var(&temp, "temperature", 0, "sampling temperature (0: greedy)")
 	fs.IntVar(&c.Sampling.TopK, "top-k", 0, "top-k filter (0: off)")
 	fs.Float64Var(&topP, "top-p", 0, "nucleus filter (0 or 1: off)")
@@ -141,8 +141,8 @@ func loadModelOrBuiltin(path string) (*runtime.Model, error) {
 
 // generate runs one sequence through a CPU backend and the engine: the
 // prompt in chunks, then one token per step until an end-of-generation
-// token or MaxTokens. In text format the text is streamed to out.
-// It says on stderr which backend runs and why.
+// token, MaxTokens or the end of the context. In text format the text is
+// streamed to out. It says on stderr which backend runs and why.
 func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stderr io.Writer) (*generateResult, error) {
 	if err := c.Sampling.Validate(m.HP.VocabSize); err != nil {
 		return nil, err
@@ -151,7 +151,18 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt encodes to no tokens")
 	}
-	total := len(prompt) + c.MaxTokens
+	// The context bounds prompt plus output, as in the server: max_tokens
+	// above the context is refused, a prompt must leave room for one token,
+	// and generation ends with "length" at the context's end.
+	ctxLen := m.HP.ContextLen
+	if c.MaxTokens > ctxLen {
+		return nil, fmt.Errorf("--max-tokens %d must be in [1, %d] (the context length)", c.MaxTokens, ctxLen)
+	}
+	if len(prompt) >= ctxLen {
+		return nil, fmt.Errorf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", len(prompt), ctxLen)
+	}
+	maxTokens := min(c.MaxTokens, ctxLen-len(prompt))
+	total := len(prompt) + maxTokens
 	const bs = 16
 	b, why, err := pickBackend(m, c.Backend,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
@@ -207,7 +218,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		}
 		res.TokenIDs = append(res.TokenIDs, next)
 		emit(dec.Add(next))
-		if len(res.TokenIDs) == c.MaxTokens {
+		if len(res.TokenIDs) == maxTokens {
 			break
 		}
 		st := runtime.SeqStep{Seq: 1, Tokens: []int32{next}, Pos: pos, Blocks: blocks, Sampler: smp}

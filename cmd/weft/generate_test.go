@@ -191,3 +191,48 @@ func TestGenerateBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateHonoursContext: weft generate stops at the end of the context
+// with finish reason length and refuses what the server refuses
+// (max_tokens above the context, a prompt that fills it).
+func TestGenerateHonoursContext(t *testing.T) {
+	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctxLen := m.HP.ContextLen
+	// A prompt 5 tokens short of the context.
+	words := strings.Fields(strings.Repeat("Once upon a time there was a little dog. ", ctxLen))
+	fits := func(i int) bool { return len(m.Tok.Encode(strings.Join(words[:i], " "), true, true)) <= ctxLen-5 }
+	lo, hi := 1, len(words) // fits(lo), !fits(hi)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	prompt := strings.Join(words[:lo], " ")
+	nPrompt := len(m.Tok.Encode(prompt, true, true))
+	cfg := generateConfig{Prompt: prompt, MaxTokens: ctxLen, KVType: "f32", Format: "json", Chunk: 512, Backend: "cpu"}
+	res, err := generate(context.Background(), m, cfg, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Tokens int
+		Finish string
+	}
+	if diff := cmp.Diff(outcome{ctxLen - nPrompt, "length"}, outcome{len(res.TokenIDs), res.FinishReason}); diff != "" {
+		t.Errorf("prompt of %d tokens, context %d (-want +got):\n%s", nPrompt, ctxLen, diff)
+	}
+	for _, bad := range []generateConfig{
+		{Prompt: "Hi", MaxTokens: ctxLen + 1, KVType: "f32", Format: "json", Backend: "cpu"},
+		{Prompt: strings.Join(words, " "), MaxTokens: 1, KVType: "f32", Format: "json", Backend: "cpu"},
+	} {
+		if _, err := generate(context.Background(), m, bad, io.Discard, io.Discard); err == nil {
+			t.Errorf("max_tokens %d, prompt of %d bytes: accepted", bad.MaxTokens, len(bad.Prompt))
+		}
+	}
+}

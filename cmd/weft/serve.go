@@ -39,6 +39,7 @@ type serveConfig struct {
 	MaxBatchTokens int           // tokens per step
 	MaxWaiting     int           // waiting queue bound
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
+	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
@@ -67,7 +68,7 @@ func (c *serveConfig) validate() error {
 	if !(c.GPUMemUtil > 0 && c.GPUMemUtil <= 1) {
 		return fmt.Errorf("--gpu-memory-utilization %g: want a fraction in (0, 1]", c.GPUMemUtil)
 	}
-	if c.MaxSeqs < 0 || c.BatchSize < 0 || c.MaxBatchTokens < 0 || c.MaxWaiting < 0 || c.KVMemory < 0 {
+	if c.MaxSeqs < 0 || c.BatchSize < 0 || c.MaxBatchTokens < 0 || c.MaxWaiting < 0 || c.KVMemory < 0 || c.MaxPromptBytes < 0 {
 		return errors.New("sizes must be >= 0 (0: default)")
 	}
 	return nil
@@ -124,6 +125,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0, "most tokens fed in one step (0: scheduler default)")
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, "most requests waiting for admission (0: scheduler default)")
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
+	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
+		"longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: 16 bytes per context token)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
@@ -378,6 +381,8 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		TLS:       tlsCfg,
 		Logger:    log,
 		Registry:  reg,
+
+		MaxPromptBytes: int(c.MaxPromptBytes),
 	})
 	if err != nil {
 		return err

@@ -149,17 +149,18 @@ func TestServeBuiltin(t *testing.T) {
 
 func TestServeFlags(t *testing.T) {
 	c, err := parseServeFlags([]string{"--model", "m.gguf", "--addr", ":1", "--backend", "cuda", "--batching", "static",
-		"--batch-size", "4", "--max-seqs", "8", "--kv-memory", "64MiB", "--drain-timeout", "5s", "--log-level", "debug"})
+		"--batch-size", "4", "--max-seqs", "8", "--kv-memory", "64MiB", "--drain-timeout", "5s", "--log-level", "debug",
+		"--max-prompt-bytes", "1MiB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.KVMemory != 64<<20 || c.BatchSize != 4 || c.Backend != "cuda" || c.Batching != "static" {
+	if c.KVMemory != 64<<20 || c.MaxPromptBytes != 1<<20 || c.BatchSize != 4 || c.Backend != "cuda" || c.Batching != "static" {
 		t.Errorf("parsed %+v", c)
 	}
 	if c.GPUMemUtil != 0.9 {
 		t.Errorf("--gpu-memory-utilization default %g, want 0.9", c.GPUMemUtil)
 	}
-	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}} {
+	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}, {"--max-prompt-bytes", "-1"}} {
 		if _, err := parseServeFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -19,8 +19,53 @@ type fragment struct {
 // Any input is accepted, including invalid UTF-8: SPM falls back to byte
 // tokens, byte-level BPE encodes the raw bytes.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
-	out := make([]int32, 0, len(text)/3+2)
-	frags := t.partition(text, parseSpecial)
+	return t.encodeFragments(t.partition(text, parseSpecial), len(text), addSpecial)
+}
+
+// Segment is one piece of a text given to EncodeSegments.
+type Segment struct {
+	Text string // the text
+	// ParseSpecial recognises control-token text in Text, as Encode's
+	// parseSpecial does.
+	ParseSpecial bool
+}
+
+// EncodeSegments tokenizes the concatenation of segs, recognising the texts
+// of control tokens only in the segments that ask for it (a chat template's
+// own markup) and never in the others (message contents). Text on either
+// side of a segment boundary is tokenized as one run, so when no segment
+// holds control-token text the result is Encode of the whole text with
+// parseSpecial true.
+func (t *Tokenizer) EncodeSegments(segs []Segment, addSpecial bool) []int32 {
+	var (
+		frags []fragment
+		run   strings.Builder // raw text since the last special token
+		n     int
+	)
+	flush := func() {
+		if run.Len() > 0 {
+			frags = append(frags, fragment{text: run.String(), id: -1})
+			run = strings.Builder{}
+		}
+	}
+	for _, sg := range segs {
+		n += len(sg.Text)
+		for _, fr := range t.partition(sg.Text, sg.ParseSpecial) {
+			if fr.id < 0 {
+				run.WriteString(fr.text) // coalesce: one run of raw text
+				continue
+			}
+			flush()
+			frags = append(frags, fr)
+		}
+	}
+	flush()
+	return t.encodeFragments(frags, n, addSpecial)
+}
+
+// encodeFragments tokenizes the fragments of a text of n bytes.
+func (t *Tokenizer) encodeFragments(frags []fragment, n int, addSpecial bool) []int32 {
+	out := make([]int32, 0, n/3+2)
 	if addSpecial && t.AddBOS() {
 		out = append(out, t.bos)
 	}

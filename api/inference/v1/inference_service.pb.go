@@ -106,6 +106,62 @@ func (FinishReason) EnumDescriptor() ([]byte, []int) {
 	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{0}
 }
 
+// Truncation is the policy for a chat turn that does not fit the context.
+type Truncation int32
+
+const (
+	// Not set; the same as TRUNCATION_REJECT.
+	Truncation_TRUNCATION_UNSPECIFIED Truncation = 0
+	// Reject the turn with a TurnError (reason PROMPT_TOO_LONG); the
+	// conversation is left as it was before the turn.
+	Truncation_TRUNCATION_REJECT Truncation = 1
+	// Drop the fewest oldest non-system messages of the conversation so far
+	// (a message and the assistant replies after it) that make the prompt fit;
+	// the turn is rejected if it does not fit even with none of them.
+	Truncation_TRUNCATION_DROP_OLDEST Truncation = 2
+)
+
+// Enum value maps for Truncation.
+var (
+	Truncation_name = map[int32]string{
+		0: "TRUNCATION_UNSPECIFIED",
+		1: "TRUNCATION_REJECT",
+		2: "TRUNCATION_DROP_OLDEST",
+	}
+	Truncation_value = map[string]int32{
+		"TRUNCATION_UNSPECIFIED": 0,
+		"TRUNCATION_REJECT":      1,
+		"TRUNCATION_DROP_OLDEST": 2,
+	}
+)
+
+func (x Truncation) Enum() *Truncation {
+	p := new(Truncation)
+	*p = x
+	return p
+}
+
+func (x Truncation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Truncation) Descriptor() protoreflect.EnumDescriptor {
+	return file_inference_v1_inference_service_proto_enumTypes[1].Descriptor()
+}
+
+func (Truncation) Type() protoreflect.EnumType {
+	return &file_inference_v1_inference_service_proto_enumTypes[1]
+}
+
+func (x Truncation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Truncation.Descriptor instead.
+func (Truncation) EnumDescriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
+}
+
 // Role is who wrote a chat message.
 type Role int32
 
@@ -147,11 +203,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_inference_v1_inference_service_proto_enumTypes[1].Descriptor()
+	return file_inference_v1_inference_service_proto_enumTypes[2].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_inference_v1_inference_service_proto_enumTypes[1]
+	return &file_inference_v1_inference_service_proto_enumTypes[2]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -160,7 +216,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{2}
 }
 
 // GenerateRequest asks for the completion of one prompt.
@@ -183,7 +239,12 @@ type GenerateRequest struct {
 	Logprobs *LogprobOptions `protobuf:"bytes,6,opt,name=logprobs" json:"logprobs,omitempty"`
 	// Scheduling priority: higher is admitted first; equal priorities are served
 	// first come, first served.
-	Priority      int32 `protobuf:"varint,7,opt,name=priority" json:"priority,omitempty"`
+	Priority int32 `protobuf:"varint,7,opt,name=priority" json:"priority,omitempty"`
+	// Turn special-token text in text (such as "</s>" or "<|im_start|>") into
+	// its control token id. False (the default) tokenizes it as plain text, so
+	// that user-supplied text never produces control tokens. Ignored for
+	// token_ids.
+	ParseSpecial  bool `protobuf:"varint,8,opt,name=parse_special,json=parseSpecial" json:"parse_special,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +337,13 @@ func (x *GenerateRequest) GetPriority() int32 {
 		return x.Priority
 	}
 	return 0
+}
+
+func (x *GenerateRequest) GetParseSpecial() bool {
+	if x != nil {
+		return x.ParseSpecial
+	}
+	return false
 }
 
 type isGenerateRequest_Prompt interface {
@@ -1205,7 +1273,10 @@ type ChatTurn struct {
 	// Log-probabilities to report; unset means none.
 	Logprobs *LogprobOptions `protobuf:"bytes,4,opt,name=logprobs" json:"logprobs,omitempty"`
 	// Client-chosen id for this turn, echoed in the final message and logs.
-	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
+	// What to do when the conversation with this turn does not fit the context;
+	// unset means TRUNCATION_REJECT.
+	Truncation    Truncation `protobuf:"varint,6,opt,name=truncation,enum=inference.v1.Truncation" json:"truncation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1273,6 +1344,13 @@ func (x *ChatTurn) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *ChatTurn) GetTruncation() Truncation {
+	if x != nil {
+		return x.Truncation
+	}
+	return Truncation_TRUNCATION_UNSPECIFIED
 }
 
 // ChatCancel interrupts the reply that is streaming.
@@ -1378,6 +1456,7 @@ type ChatResponse struct {
 	//
 	//	*ChatResponse_Chunk
 	//	*ChatResponse_Final
+	//	*ChatResponse_Error
 	Response      isChatResponse_Response `protobuf_oneof:"response"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1445,6 +1524,15 @@ func (x *ChatResponse) GetFinal() *Final {
 	return nil
 }
 
+func (x *ChatResponse) GetError() *TurnError {
+	if x != nil {
+		if x, ok := x.Response.(*ChatResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
 type isChatResponse_Response interface {
 	isChatResponse_Response()
 }
@@ -1459,9 +1547,101 @@ type ChatResponse_Final struct {
 	Final *Final `protobuf:"bytes,3,opt,name=final,oneof"`
 }
 
+type ChatResponse_Error struct {
+	// The turn was refused (an invalid field, a prompt that does not fit, a
+	// full queue): no reply was generated, the turn's messages are not kept,
+	// and the stream stays open for the next turn.
+	Error *TurnError `protobuf:"bytes,4,opt,name=error,oneof"`
+}
+
 func (*ChatResponse_Chunk) isChatResponse_Response() {}
 
 func (*ChatResponse_Final) isChatResponse_Response() {}
+
+func (*ChatResponse_Error) isChatResponse_Response() {}
+
+// TurnError is why the server refused one chat turn. It carries what the gRPC
+// status of a refused Generate would carry.
+type TurnError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gRPC status code (google.rpc.Code) the refusal would have as a status.
+	Code int32 `protobuf:"varint,1,opt,name=code" json:"code,omitempty"`
+	// Human-readable message.
+	Message string `protobuf:"bytes,2,opt,name=message" json:"message,omitempty"`
+	// The google.rpc.ErrorInfo reason (e.g. "PROMPT_TOO_LONG").
+	Reason string `protobuf:"bytes,3,opt,name=reason" json:"reason,omitempty"`
+	// The google.rpc.ErrorInfo domain ("weft.inference.v1").
+	Domain string `protobuf:"bytes,4,opt,name=domain" json:"domain,omitempty"`
+	// The google.rpc.ErrorInfo metadata (e.g. "field").
+	Metadata      map[string]string `protobuf:"bytes,5,rep,name=metadata" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnError) Reset() {
+	*x = TurnError{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnError) ProtoMessage() {}
+
+func (x *TurnError) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnError.ProtoReflect.Descriptor instead.
+func (*TurnError) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TurnError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *TurnError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TurnError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TurnError) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *TurnError) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
 
 // TokenizeRequest asks for the token ids of a text.
 type TokenizeRequest struct {
@@ -1479,7 +1659,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1671,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1684,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TokenizeRequest) GetText() string {
@@ -1539,7 +1719,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1731,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1744,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TokenizeResponse) GetTokenIds() []int32 {
@@ -1585,7 +1765,7 @@ type DetokenizeRequest struct {
 
 func (x *DetokenizeRequest) Reset() {
 	*x = DetokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1777,7 @@ func (x *DetokenizeRequest) String() string {
 func (*DetokenizeRequest) ProtoMessage() {}
 
 func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1790,7 @@ func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeRequest.ProtoReflect.Descriptor instead.
 func (*DetokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DetokenizeRequest) GetTokenIds() []int32 {
@@ -1631,7 +1811,7 @@ type DetokenizeResponse struct {
 
 func (x *DetokenizeResponse) Reset() {
 	*x = DetokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1823,7 @@ func (x *DetokenizeResponse) String() string {
 func (*DetokenizeResponse) ProtoMessage() {}
 
 func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1836,7 @@ func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeResponse.ProtoReflect.Descriptor instead.
 func (*DetokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DetokenizeResponse) GetText() string {
@@ -1675,7 +1855,7 @@ type GetModelInfoRequest struct {
 
 func (x *GetModelInfoRequest) Reset() {
 	*x = GetModelInfoRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1867,7 @@ func (x *GetModelInfoRequest) String() string {
 func (*GetModelInfoRequest) ProtoMessage() {}
 
 func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1880,7 @@ func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetModelInfoRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
 }
 
 // GetModelInfoResponse describes the loaded model and its backend.
@@ -1734,7 +1914,7 @@ type GetModelInfoResponse struct {
 
 func (x *GetModelInfoResponse) Reset() {
 	*x = GetModelInfoResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1926,7 @@ func (x *GetModelInfoResponse) String() string {
 func (*GetModelInfoResponse) ProtoMessage() {}
 
 func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1939,7 @@ func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetModelInfoResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetModelInfoResponse) GetName() string {
@@ -1852,7 +2032,7 @@ type TensorTypeCount struct {
 
 func (x *TensorTypeCount) Reset() {
 	*x = TensorTypeCount{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2044,7 @@ func (x *TensorTypeCount) String() string {
 func (*TensorTypeCount) ProtoMessage() {}
 
 func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2057,7 @@ func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorTypeCount.ProtoReflect.Descriptor instead.
 func (*TensorTypeCount) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TensorTypeCount) GetType() string {
@@ -1913,7 +2093,7 @@ type KVCacheInfo struct {
 
 func (x *KVCacheInfo) Reset() {
 	*x = KVCacheInfo{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2105,7 @@ func (x *KVCacheInfo) String() string {
 func (*KVCacheInfo) ProtoMessage() {}
 
 func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2118,7 @@ func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVCacheInfo.ProtoReflect.Descriptor instead.
 func (*KVCacheInfo) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *KVCacheInfo) GetBlockSize() int32 {
@@ -1980,7 +2160,7 @@ var File_inference_v1_inference_service_proto protoreflect.FileDescriptor
 
 const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\n" +
-	"$inference/v1/inference_service.proto\x12\finference.v1\x1a\x1egoogle/protobuf/duration.proto\"\xd3\x02\n" +
+	"$inference/v1/inference_service.proto\x12\finference.v1\x1a\x1egoogle/protobuf/duration.proto\"\xf8\x02\n" +
 	"\x0fGenerateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -1989,7 +2169,8 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\bsampling\x18\x04 \x01(\v2\x1c.inference.v1.SamplingParamsR\bsampling\x12:\n" +
 	"\bstopping\x18\x05 \x01(\v2\x1e.inference.v1.StoppingCriteriaR\bstopping\x128\n" +
 	"\blogprobs\x18\x06 \x01(\v2\x1c.inference.v1.LogprobOptionsR\blogprobs\x12\x1a\n" +
-	"\bpriority\x18\a \x01(\x05R\bpriorityB\b\n" +
+	"\bpriority\x18\a \x01(\x05R\bpriority\x12#\n" +
+	"\rparse_special\x18\b \x01(\bR\fparseSpecialB\b\n" +
 	"\x06prompt\"\x1c\n" +
 	"\bTokenIds\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x05R\x03ids\"\x93\x02\n" +
@@ -2052,25 +2233,38 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\vChatRequest\x12,\n" +
 	"\x04turn\x18\x01 \x01(\v2\x16.inference.v1.ChatTurnH\x00R\x04turn\x122\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x18.inference.v1.ChatCancelH\x00R\x06cancelB\t\n" +
-	"\arequest\"\x90\x02\n" +
+	"\arequest\"\xca\x02\n" +
 	"\bChatTurn\x125\n" +
 	"\bmessages\x18\x01 \x03(\v2\x19.inference.v1.ChatMessageR\bmessages\x128\n" +
 	"\bsampling\x18\x02 \x01(\v2\x1c.inference.v1.SamplingParamsR\bsampling\x12:\n" +
 	"\bstopping\x18\x03 \x01(\v2\x1e.inference.v1.StoppingCriteriaR\bstopping\x128\n" +
 	"\blogprobs\x18\x04 \x01(\v2\x1c.inference.v1.LogprobOptionsR\blogprobs\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\f\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x128\n" +
+	"\n" +
+	"truncation\x18\x06 \x01(\x0e2\x18.inference.v1.TruncationR\n" +
+	"truncation\"\f\n" +
 	"\n" +
 	"ChatCancel\"O\n" +
 	"\vChatMessage\x12&\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x12.inference.v1.RoleR\x04role\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\x88\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\xb9\x01\n" +
 	"\fChatResponse\x12\x12\n" +
 	"\x04turn\x18\x01 \x01(\x05R\x04turn\x12+\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x13.inference.v1.ChunkH\x00R\x05chunk\x12+\n" +
-	"\x05final\x18\x03 \x01(\v2\x13.inference.v1.FinalH\x00R\x05finalB\n" +
+	"\x05final\x18\x03 \x01(\v2\x13.inference.v1.FinalH\x00R\x05final\x12/\n" +
+	"\x05error\x18\x04 \x01(\v2\x17.inference.v1.TurnErrorH\x00R\x05errorB\n" +
 	"\n" +
-	"\bresponse\"x\n" +
+	"\bresponse\"\xe9\x01\n" +
+	"\tTurnError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06domain\x18\x04 \x01(\tR\x06domain\x12A\n" +
+	"\bmetadata\x18\x05 \x03(\v2%.inference.v1.TurnError.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
 	"\x0fTokenizeRequest\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12,\n" +
 	"\x12add_special_tokens\x18\x02 \x01(\bR\x10addSpecialTokens\x12#\n" +
@@ -2115,7 +2309,12 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\x1bFINISH_REASON_STOP_SEQUENCE\x10\x03\x12\x1b\n" +
 	"\x17FINISH_REASON_CANCELLED\x10\x04\x12\x17\n" +
 	"\x13FINISH_REASON_ERROR\x10\x05\x12\x19\n" +
-	"\x15FINISH_REASON_TIMEOUT\x10\x06*P\n" +
+	"\x15FINISH_REASON_TIMEOUT\x10\x06*[\n" +
+	"\n" +
+	"Truncation\x12\x1a\n" +
+	"\x16TRUNCATION_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11TRUNCATION_REJECT\x10\x01\x12\x1a\n" +
+	"\x16TRUNCATION_DROP_OLDEST\x10\x02*P\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
@@ -2141,79 +2340,85 @@ func file_inference_v1_inference_service_proto_rawDescGZIP() []byte {
 	return file_inference_v1_inference_service_proto_rawDescData
 }
 
-var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_inference_v1_inference_service_proto_goTypes = []any{
 	(FinishReason)(0),            // 0: inference.v1.FinishReason
-	(Role)(0),                    // 1: inference.v1.Role
-	(*GenerateRequest)(nil),      // 2: inference.v1.GenerateRequest
-	(*TokenIds)(nil),             // 3: inference.v1.TokenIds
-	(*SamplingParams)(nil),       // 4: inference.v1.SamplingParams
-	(*StoppingCriteria)(nil),     // 5: inference.v1.StoppingCriteria
-	(*LogprobOptions)(nil),       // 6: inference.v1.LogprobOptions
-	(*GenerateResponse)(nil),     // 7: inference.v1.GenerateResponse
-	(*Chunk)(nil),                // 8: inference.v1.Chunk
-	(*TokenLogprob)(nil),         // 9: inference.v1.TokenLogprob
-	(*TopLogprob)(nil),           // 10: inference.v1.TopLogprob
-	(*Final)(nil),                // 11: inference.v1.Final
-	(*Usage)(nil),                // 12: inference.v1.Usage
-	(*Timings)(nil),              // 13: inference.v1.Timings
-	(*ChatRequest)(nil),          // 14: inference.v1.ChatRequest
-	(*ChatTurn)(nil),             // 15: inference.v1.ChatTurn
-	(*ChatCancel)(nil),           // 16: inference.v1.ChatCancel
-	(*ChatMessage)(nil),          // 17: inference.v1.ChatMessage
-	(*ChatResponse)(nil),         // 18: inference.v1.ChatResponse
-	(*TokenizeRequest)(nil),      // 19: inference.v1.TokenizeRequest
-	(*TokenizeResponse)(nil),     // 20: inference.v1.TokenizeResponse
-	(*DetokenizeRequest)(nil),    // 21: inference.v1.DetokenizeRequest
-	(*DetokenizeResponse)(nil),   // 22: inference.v1.DetokenizeResponse
-	(*GetModelInfoRequest)(nil),  // 23: inference.v1.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil), // 24: inference.v1.GetModelInfoResponse
-	(*TensorTypeCount)(nil),      // 25: inference.v1.TensorTypeCount
-	(*KVCacheInfo)(nil),          // 26: inference.v1.KVCacheInfo
-	(*durationpb.Duration)(nil),  // 27: google.protobuf.Duration
+	(Truncation)(0),              // 1: inference.v1.Truncation
+	(Role)(0),                    // 2: inference.v1.Role
+	(*GenerateRequest)(nil),      // 3: inference.v1.GenerateRequest
+	(*TokenIds)(nil),             // 4: inference.v1.TokenIds
+	(*SamplingParams)(nil),       // 5: inference.v1.SamplingParams
+	(*StoppingCriteria)(nil),     // 6: inference.v1.StoppingCriteria
+	(*LogprobOptions)(nil),       // 7: inference.v1.LogprobOptions
+	(*GenerateResponse)(nil),     // 8: inference.v1.GenerateResponse
+	(*Chunk)(nil),                // 9: inference.v1.Chunk
+	(*TokenLogprob)(nil),         // 10: inference.v1.TokenLogprob
+	(*TopLogprob)(nil),           // 11: inference.v1.TopLogprob
+	(*Final)(nil),                // 12: inference.v1.Final
+	(*Usage)(nil),                // 13: inference.v1.Usage
+	(*Timings)(nil),              // 14: inference.v1.Timings
+	(*ChatRequest)(nil),          // 15: inference.v1.ChatRequest
+	(*ChatTurn)(nil),             // 16: inference.v1.ChatTurn
+	(*ChatCancel)(nil),           // 17: inference.v1.ChatCancel
+	(*ChatMessage)(nil),          // 18: inference.v1.ChatMessage
+	(*ChatResponse)(nil),         // 19: inference.v1.ChatResponse
+	(*TurnError)(nil),            // 20: inference.v1.TurnError
+	(*TokenizeRequest)(nil),      // 21: inference.v1.TokenizeRequest
+	(*TokenizeResponse)(nil),     // 22: inference.v1.TokenizeResponse
+	(*DetokenizeRequest)(nil),    // 23: inference.v1.DetokenizeRequest
+	(*DetokenizeResponse)(nil),   // 24: inference.v1.DetokenizeResponse
+	(*GetModelInfoRequest)(nil),  // 25: inference.v1.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil), // 26: inference.v1.GetModelInfoResponse
+	(*TensorTypeCount)(nil),      // 27: inference.v1.TensorTypeCount
+	(*KVCacheInfo)(nil),          // 28: inference.v1.KVCacheInfo
+	nil,                          // 29: inference.v1.TurnError.MetadataEntry
+	(*durationpb.Duration)(nil),  // 30: google.protobuf.Duration
 }
 var file_inference_v1_inference_service_proto_depIdxs = []int32{
-	3,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
-	4,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
-	5,  // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
-	6,  // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
-	8,  // 4: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
-	11, // 5: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
-	9,  // 6: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
-	10, // 7: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
+	4,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
+	5,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
+	6,  // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
+	7,  // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
+	9,  // 4: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
+	12, // 5: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
+	10, // 6: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
+	11, // 7: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
 	0,  // 8: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
-	12, // 9: inference.v1.Final.usage:type_name -> inference.v1.Usage
-	13, // 10: inference.v1.Final.timings:type_name -> inference.v1.Timings
-	27, // 11: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	27, // 12: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	27, // 13: inference.v1.Timings.total:type_name -> google.protobuf.Duration
-	15, // 14: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
-	16, // 15: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
-	17, // 16: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
-	4,  // 17: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
-	5,  // 18: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
-	6,  // 19: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
-	1,  // 20: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
-	8,  // 21: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
-	11, // 22: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
-	25, // 23: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
-	26, // 24: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
-	2,  // 25: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
-	14, // 26: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
-	19, // 27: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
-	21, // 28: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
-	23, // 29: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
-	7,  // 30: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
-	18, // 31: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
-	20, // 32: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
-	22, // 33: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
-	24, // 34: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
-	30, // [30:35] is the sub-list for method output_type
-	25, // [25:30] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	13, // 9: inference.v1.Final.usage:type_name -> inference.v1.Usage
+	14, // 10: inference.v1.Final.timings:type_name -> inference.v1.Timings
+	30, // 11: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	30, // 12: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	30, // 13: inference.v1.Timings.total:type_name -> google.protobuf.Duration
+	16, // 14: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
+	17, // 15: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
+	18, // 16: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
+	5,  // 17: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
+	6,  // 18: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
+	7,  // 19: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
+	1,  // 20: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
+	2,  // 21: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
+	9,  // 22: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
+	12, // 23: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
+	20, // 24: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
+	29, // 25: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
+	27, // 26: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
+	28, // 27: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
+	3,  // 28: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
+	15, // 29: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
+	21, // 30: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
+	23, // 31: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
+	25, // 32: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
+	8,  // 33: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
+	19, // 34: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
+	22, // 35: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
+	24, // 36: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
+	26, // 37: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
+	33, // [33:38] is the sub-list for method output_type
+	28, // [28:33] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_inference_v1_inference_service_proto_init() }
@@ -2236,14 +2441,15 @@ func file_inference_v1_inference_service_proto_init() {
 	file_inference_v1_inference_service_proto_msgTypes[16].OneofWrappers = []any{
 		(*ChatResponse_Chunk)(nil),
 		(*ChatResponse_Final)(nil),
+		(*ChatResponse_Error)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_v1_inference_service_proto_rawDesc), len(file_inference_v1_inference_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   25,
+			NumEnums:      3,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

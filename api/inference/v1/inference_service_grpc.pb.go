@@ -55,7 +55,9 @@ type InferenceServiceClient interface {
 	// turns (new messages) and may send a cancel, or a new turn, while a reply is
 	// streaming: the reply stops and what was generated so far stays in the
 	// conversation as the assistant's message. The server renders the model's
-	// chat template and keeps the conversation for the life of the stream.
+	// chat template and keeps the conversation for the life of the stream. A
+	// turn the server refuses (a bad field, a conversation that does not fit)
+	// is answered with a TurnError and the stream goes on.
 	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChatRequest, ChatResponse], error)
 	// Tokenize turns text into the model's token ids.
 	Tokenize(ctx context.Context, in *TokenizeRequest, opts ...grpc.CallOption) (*TokenizeResponse, error)
@@ -149,7 +151,9 @@ type InferenceServiceServer interface {
 	// turns (new messages) and may send a cancel, or a new turn, while a reply is
 	// streaming: the reply stops and what was generated so far stays in the
 	// conversation as the assistant's message. The server renders the model's
-	// chat template and keeps the conversation for the life of the stream.
+	// chat template and keeps the conversation for the life of the stream. A
+	// turn the server refuses (a bad field, a conversation that does not fit)
+	// is answered with a TurnError and the stream goes on.
 	Chat(grpc.BidiStreamingServer[ChatRequest, ChatResponse]) error
 	// Tokenize turns text into the model's token ids.
 	Tokenize(context.Context, *TokenizeRequest) (*TokenizeResponse, error)

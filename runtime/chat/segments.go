@@ -1,0 +1,87 @@
+package chat
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Segment is one piece of a rendered conversation: text the template wrote
+// (its markup, which may spell control tokens such as "<|im_start|>") or the
+// text of a message's content (data, which must never become a control
+// token).
+type Segment struct {
+	Text    string
+	Content bool // from a message's content, not from the template
+}
+
+// Content markers: each non-blank content is rendered as
+// markerOpen + index + markerClose, then replaced by the content itself. The
+// markers are supplementary private-use code points, which no template
+// writes and no content reaches (contents never pass through the template).
+const (
+	markerOpen  = "\U000F0000"
+	markerClose = "\U000F0001"
+)
+
+// RenderSegments renders msgs as Render does and says which parts of the
+// output are message contents. The contents are replaced by markers while
+// the template runs, so the template's own text is known exactly; a
+// content's leading and trailing white space stay outside its marker, so a
+// template that trims contents (| trim) still trims them. A template that
+// cuts into a content (slicing) fails with ErrRender: its output cannot be
+// split safely. A filter that maps the marker to itself (| upper) is not
+// applied to the content.
+//
+// Concatenating the segments' texts gives Render's output for templates
+// that only copy or trim contents.
+func (t *Template) RenderSegments(msgs []Message, addGenerationPrompt bool) ([]Segment, error) {
+	subst := make([]Message, len(msgs))
+	cores := make([]string, len(msgs))
+	for i, m := range msgs {
+		core := strings.TrimSpace(m.Content)
+		cores[i] = core
+		if core == "" {
+			subst[i] = m
+			continue
+		}
+		k := strings.Index(m.Content, core)
+		subst[i] = Message{Role: m.Role, Content: m.Content[:k] + markerOpen + strconv.Itoa(i) + markerClose + m.Content[k+len(core):]}
+	}
+	out, err := t.Render(subst, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	var segs []Segment
+	for out != "" {
+		j := strings.Index(out, markerOpen)
+		if j < 0 {
+			break
+		}
+		if j > 0 {
+			segs = append(segs, Segment{Text: out[:j]})
+		}
+		rest := out[j+len(markerOpen):]
+		e := strings.Index(rest, markerClose)
+		if e < 0 {
+			return nil, fmt.Errorf("%w %s: the template alters message contents", ErrRender, t.cfg.Name)
+		}
+		i, err := strconv.Atoi(rest[:e])
+		if err != nil || i < 0 || i >= len(cores) || cores[i] == "" {
+			return nil, fmt.Errorf("%w %s: the template alters message contents", ErrRender, t.cfg.Name)
+		}
+		segs = append(segs, Segment{Text: cores[i], Content: true})
+		out = rest[e+len(markerClose):]
+	}
+	if out != "" {
+		segs = append(segs, Segment{Text: out})
+	}
+	for _, sg := range segs {
+		if !sg.Content && strings.ContainsFunc(sg.Text, isMarkerRune) {
+			return nil, fmt.Errorf("%w %s: the template alters message contents", ErrRender, t.cfg.Name)
+		}
+	}
+	return segs, nil
+}
+
+func isMarkerRune(r rune) bool { return r == 0xF0000 || r == 0xF0001 }
