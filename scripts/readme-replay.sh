@@ -135,9 +135,11 @@ mkdir -p "$work/logs"
 			continue
 		fi
 		printf 'echo "==== README block %s"\n' "$n"
-		printf 'set -x\n'
+		printf "sed 's/^/\\$ /' <<'REPLAY_BLOCK_END'\n"
 		cat "$f"
-		printf '\n{ set +x; } 2>/dev/null\n'
+		printf 'REPLAY_BLOCK_END\n'
+		cat "$f"
+		printf '\n'
 	done
 	echo "replay_stop"
 	echo 'echo "==== readme-replay: every block ran"'
