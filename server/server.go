@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -36,6 +38,9 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	metrics *metrics
+	// draining is set by BeginDrain: every RPC but health is refused
+	// with UNAVAILABLE / DRAINING.
+	draining atomic.Bool
 }
 
 var _ inferencev1.InferenceServiceServer = (*Server)(nil)
@@ -62,13 +67,12 @@ func New(cfg Config) (*Server, error) {
 	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(lg, logOpts...)}
 	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(lg, logOpts...)}
 	if cfg.AuthToken != "" {
-		notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-			return c.Service != healthpb.Health_ServiceDesc.ServiceName
-		})
-		af := s.authenticate
-		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(af), notHealth))
-		streams = append(streams, selector.StreamServerInterceptor(auth.StreamServerInterceptor(af), notHealth))
+		au, as := AuthInterceptors(cfg.AuthToken)
+		unary = append(unary, au)
+		streams = append(streams, as)
 	}
+	unary = append(unary, s.refuseWhileDraining)
+	streams = append(streams, s.refuseStreamWhileDraining)
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
@@ -91,13 +95,47 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// authenticate checks the bearer token.
-func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
-	tok, err := auth.AuthFromMD(ctx, "bearer")
-	if err != nil || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AuthToken)) != 1 {
-		return nil, Status(errUnauthenticated)
+// AuthInterceptors return interceptors that require "authorization: Bearer
+// token" on every call but the health service's (compared in constant
+// time); a missing or wrong token gets UNAUTHENTICATED. The loading-phase
+// server in cmd/weft uses them too, so auth holds from the first byte.
+func AuthInterceptors(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	want := []byte(token)
+	af := func(ctx context.Context) (context.Context, error) {
+		tok, err := auth.AuthFromMD(ctx, "bearer")
+		if err != nil || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
+			return nil, Status(errUnauthenticated)
+		}
+		return ctx, nil
 	}
-	return ctx, nil
+	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return c.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(af), notHealth),
+		selector.StreamServerInterceptor(auth.StreamServerInterceptor(af), notHealth)
+}
+
+// isHealth reports whether fullMethod belongs to the health service.
+func isHealth(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/"+healthpb.Health_ServiceDesc.ServiceName+"/")
+}
+
+// refuseWhileDraining refuses every unary call but health's once
+// BeginDrain was called. (Refusal point: reason DRAINING.)
+func (s *Server) refuseWhileDraining(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.draining.Load() && !isHealth(info.FullMethod) {
+		return nil, Status(errServerDraining)
+	}
+	return h(ctx, req)
+}
+
+// refuseStreamWhileDraining is refuseWhileDraining for streams (Generate,
+// Chat, health's Watch is let through). (Refusal point: reason DRAINING.)
+func (s *Server) refuseStreamWhileDraining(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if s.draining.Load() && !isHealth(info.FullMethod) {
+		return Status(errServerDraining)
+	}
+	return h(srv, ss)
 }
 
 // interceptorLogger adapts slog to the middleware's logger.
@@ -123,13 +161,23 @@ func (s *Server) SetServing(ok bool) {
 	s.health.SetServingStatus(ServiceName, st)
 }
 
-// Shutdown stops the server gracefully: health turns NOT_SERVING, the
-// scheduler stops admitting, no new streams are accepted and in-flight ones
-// may finish until ctx ends; then the remaining ones are cancelled (Stop).
-func (s *Server) Shutdown(ctx context.Context) {
+// BeginDrain starts a drain: health turns NOT_SERVING (and stays readable),
+// the scheduler stops admitting, and every new RPC but health's gets
+// UNAVAILABLE / DRAINING with RetryInfo. The listener stays open and
+// in-flight streams go on; Shutdown ends them.
+func (s *Server) BeginDrain() {
+	s.draining.Store(true)
 	s.SetServing(false)
-	s.health.Shutdown()
 	s.cfg.Scheduler.Drain()
+}
+
+// Shutdown stops the server gracefully: BeginDrain, then no new connections
+// are accepted and in-flight streams may finish until ctx ends; then the
+// remaining ones are cancelled (Stop). It returns once every handler has
+// returned.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.BeginDrain()
+	s.health.Shutdown()
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
@@ -142,4 +190,12 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.grpc.Stop()
 		<-done
 	}
+}
+
+// Stop closes the listener and every connection at once (a second signal);
+// it returns once every handler has returned.
+func (s *Server) Stop() {
+	s.BeginDrain()
+	s.health.Shutdown()
+	s.grpc.Stop()
 }
