@@ -545,10 +545,8 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if c.AuthTokenFile != "" {
-		if c.AuthToken, err = readTokenFile(c.AuthTokenFile); err != nil {
-			return err
-		}
+	if err := c.loadSecrets(); err != nil {
+		return err
 	}
 	// TLS is loaded and checked before anything listens: a bad path fails
 	// here, before the model loads, and no byte is ever served in clear.
@@ -605,6 +603,19 @@ func forceOnSecondSignal() (force <-chan struct{}, stop func()) {
 		close(done)
 		<-exited
 	}
+}
+
+// loadSecrets reads --auth-token-file into AuthToken.
+func (c *serveConfig) loadSecrets() error {
+	if c.AuthTokenFile == "" {
+		return nil
+	}
+	tok, err := readTokenFile(c.AuthTokenFile)
+	if err != nil {
+		return err
+	}
+	c.AuthToken = tok
+	return nil
 }
 
 // readTokenFile reads a bearer token from path, without its trailing
