@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"math/big"
 	"net"
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/server"
@@ -449,5 +451,35 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := parseServeFlags([]string{"--auth-token", "x", "--auth-token-file", "f"}); err == nil {
 		t.Errorf("--auth-token with --auth-token-file accepted")
+	}
+}
+
+// cancelOnWrite cancels a context at the first write it sees (the first
+// streamed token): a SIGINT in the middle of a generation.
+type cancelOnWrite struct {
+	cancel context.CancelFunc
+	buf    bytes.Buffer
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.buf.Write(p)
+}
+
+// An interrupted `weft generate` stops between two steps with
+// context.Canceled (main prints "interrupted", exit 130) after releasing
+// its backend and model; it does not run to --max-tokens.
+func TestGenerateInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &cancelOnWrite{cancel: cancel}
+	args := []string{"--model", shareddata.Path(t, "models/stories260K.gguf"), "--prompt", "Once upon a time",
+		"--max-tokens", "1000", "--temperature", "0"}
+	err := generateCmd(ctx, args, w)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("generateCmd after cancel = %v, want context.Canceled", err)
+	}
+	if w.buf.Len() == 0 || w.buf.Len() > 200 {
+		t.Errorf("wrote %d bytes; want the first token(s) only", w.buf.Len())
 	}
 }
