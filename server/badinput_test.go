@@ -140,8 +140,9 @@ func TestStatusMapping(t *testing.T) {
 		retry      bool
 	}{
 		{scheduler.ErrQueueFull, codes.ResourceExhausted, ReasonQueueFull, true},
-		{scheduler.ErrDraining, codes.Unavailable, ReasonDraining, false},
-		{scheduler.ErrClosed, codes.Unavailable, ReasonDraining, false},
+		{scheduler.ErrDraining, codes.Unavailable, ReasonDraining, true},
+		{scheduler.ErrClosed, codes.Unavailable, ReasonDraining, true},
+		{errServerDraining, codes.Unavailable, ReasonDraining, true},
 		{scheduler.ErrPromptTooLong, codes.InvalidArgument, ReasonPromptTooLong, false},
 		{scheduler.ErrInvalidRequest, codes.InvalidArgument, ReasonInvalidParameter, false},
 		{context.Canceled, codes.Canceled, ReasonCancelled, false},

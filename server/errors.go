@@ -42,6 +42,10 @@ const (
 // queueFullRetry is the retry delay suggested with QUEUE_FULL.
 const queueFullRetry = time.Second
 
+// drainingRetry is the retry delay suggested with DRAINING: the client
+// should retry, on another replica or on this one once it is back.
+const drainingRetry = time.Second
+
 // requestError is a request the server rejects before submitting it.
 type requestError struct {
 	code   codes.Code
@@ -76,6 +80,7 @@ var (
 	errSlowReader      = errors.New("client accepted no data for too long; stream cut off and request cancelled")
 	errUnauthenticated = errors.New("missing or invalid bearer token")
 	errPanic           = errors.New("internal error")
+	errServerDraining  = errors.New("the server is shutting down")
 )
 
 // Status turns any error of a request into a gRPC status error with exactly
@@ -106,8 +111,8 @@ func toStatus(err error) *status.Status {
 		code, reason = codes.InvalidArgument, ReasonInvalidParameter
 	case errors.Is(err, scheduler.ErrQueueFull):
 		code, reason, retry = codes.ResourceExhausted, ReasonQueueFull, queueFullRetry
-	case errors.Is(err, scheduler.ErrDraining), errors.Is(err, scheduler.ErrClosed):
-		code, reason = codes.Unavailable, ReasonDraining
+	case errors.Is(err, scheduler.ErrDraining), errors.Is(err, scheduler.ErrClosed), errors.Is(err, errServerDraining):
+		code, reason, retry = codes.Unavailable, ReasonDraining, drainingRetry
 	case errors.Is(err, errSlowReader):
 		code, reason = codes.ResourceExhausted, ReasonSlowReader
 	case errors.Is(err, errUnauthenticated):

@@ -260,6 +260,12 @@ func (s *Server) pump(ctx context.Context, st *scheduler.Stream, r scheduler.Req
 			}
 			if ev.Final != nil {
 				res.final = ev.Final
+				if errors.Is(ev.Final.Err, scheduler.ErrClosed) {
+					// Cut off by the shutdown: the stream ends with
+					// UNAVAILABLE / DRAINING, not a Final.
+					res.err = ev.Final.Err
+					return
+				}
 				res.err = guarded(nil, toFinal(r.ID, start, ev.Final))
 				return
 			}

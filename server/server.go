@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -37,6 +38,9 @@ type Server struct {
 	health  *health.Server
 	metrics *metrics
 	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
+	// draining is set by BeginDrain: every RPC but health is refused
+	// with UNAVAILABLE / DRAINING.
+	draining atomic.Bool
 }
 
 var _ inferencev1.InferenceServiceServer = (*Server)(nil)
@@ -64,13 +68,12 @@ func New(cfg Config) (*Server, error) {
 	unary := []grpc.UnaryServerInterceptor{requestIDUnary, logging.UnaryServerInterceptor(lg, logOpts...)}
 	streams := []grpc.StreamServerInterceptor{requestIDStream, logging.StreamServerInterceptor(lg, logOpts...)}
 	if cfg.AuthToken != "" {
-		notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-			return c.Service != healthpb.Health_ServiceDesc.ServiceName
-		})
-		af := s.authenticate
-		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(af), notHealth))
-		streams = append(streams, selector.StreamServerInterceptor(auth.StreamServerInterceptor(af), notHealth))
+		au, as := AuthInterceptors(cfg.AuthToken, s.refuse)
+		unary = append(unary, au)
+		streams = append(streams, as)
 	}
+	unary = append(unary, s.refuseWhileDraining)
+	streams = append(streams, s.refuseStreamWhileDraining)
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
@@ -95,13 +98,52 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// authenticate checks the bearer token.
-func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
-	tok, err := auth.AuthFromMD(ctx, "bearer")
-	if err != nil || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AuthToken)) != 1 {
-		return nil, s.refuse(errUnauthenticated)
+// AuthInterceptors return interceptors that require "authorization: Bearer
+// token" on every call but the health service's (compared in constant
+// time); a missing or wrong token gets UNAUTHENTICATED, turned into a status
+// by refuse (Status when nil; the Server passes the one that also counts the
+// refusal). The loading-phase server in cmd/weft uses them too, so auth
+// holds from the first byte.
+func AuthInterceptors(token string, refuse func(error) error) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	want := []byte(token)
+	if refuse == nil {
+		refuse = Status
 	}
-	return ctx, nil
+	af := func(ctx context.Context) (context.Context, error) {
+		tok, err := auth.AuthFromMD(ctx, "bearer")
+		if err != nil || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
+			return nil, refuse(errUnauthenticated)
+		}
+		return ctx, nil
+	}
+	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return c.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(af), notHealth),
+		selector.StreamServerInterceptor(auth.StreamServerInterceptor(af), notHealth)
+}
+
+// isHealth reports whether fullMethod belongs to the health service.
+func isHealth(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/"+healthpb.Health_ServiceDesc.ServiceName+"/")
+}
+
+// refuseWhileDraining refuses every unary call but health's once
+// BeginDrain was called. (Refusal point: reason DRAINING.)
+func (s *Server) refuseWhileDraining(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.draining.Load() && !isHealth(info.FullMethod) {
+		return nil, s.refuse(errServerDraining)
+	}
+	return h(ctx, req)
+}
+
+// refuseStreamWhileDraining is refuseWhileDraining for streams (Generate,
+// Chat, health's Watch is let through). (Refusal point: reason DRAINING.)
+func (s *Server) refuseStreamWhileDraining(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if s.draining.Load() && !isHealth(info.FullMethod) {
+		return s.refuse(errServerDraining)
+	}
+	return h(srv, ss)
 }
 
 // interceptorLogger adapts slog to the middleware's logger. Health and
@@ -143,13 +185,23 @@ func (s *Server) SetServing(ok bool) {
 	s.health.SetServingStatus(ServiceName, st)
 }
 
-// Shutdown stops the server gracefully: health turns NOT_SERVING, the
-// scheduler stops admitting, no new streams are accepted and in-flight ones
-// may finish until ctx ends; then the remaining ones are cancelled (Stop).
-func (s *Server) Shutdown(ctx context.Context) {
+// BeginDrain starts a drain: health turns NOT_SERVING (and stays readable),
+// the scheduler stops admitting, and every new RPC but health's gets
+// UNAVAILABLE / DRAINING with RetryInfo. The listener stays open and
+// in-flight streams go on; Shutdown ends them.
+func (s *Server) BeginDrain() {
+	s.draining.Store(true)
 	s.SetServing(false)
-	s.health.Shutdown()
 	s.cfg.Scheduler.Drain()
+}
+
+// Shutdown stops the server gracefully: BeginDrain, then no new connections
+// are accepted and in-flight streams may finish until ctx ends; then the
+// remaining ones are cancelled (Stop). It returns once every handler has
+// returned.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.BeginDrain()
+	s.health.Shutdown()
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
@@ -162,4 +214,12 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.grpc.Stop()
 		<-done
 	}
+}
+
+// Stop closes the listener and every connection at once (a second signal);
+// it returns once every handler has returned.
+func (s *Server) Stop() {
+	s.BeginDrain()
+	s.health.Shutdown()
+	s.grpc.Stop()
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -90,8 +92,10 @@ func (v *listenerView) Close() error {
 func (v *listenerView) Addr() net.Addr { return v.s.l.Addr() }
 
 // startLoadingServer serves health (NOT_SERVING) on lis until the returned
-// stop is called; other RPCs get Unavailable with the reason LOADING.
-func startLoadingServer(lis net.Listener) (stop func()) {
+// stop is called; other RPCs get Unavailable with the reason LOADING. With
+// tlsCfg it speaks only TLS, with token it requires the same bearer token
+// as the real server (health exempt), so neither differs while loading.
+func startLoadingServer(lis net.Listener, tlsCfg *tls.Config, token string) (stop func()) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(server.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -99,9 +103,17 @@ func startLoadingServer(lis net.Listener) (stop func()) {
 	if st, err := loading.WithDetails(&errdetails.ErrorInfo{Reason: "LOADING", Domain: server.ErrorDomain}); err == nil {
 		loading = st
 	}
-	gs := grpc.NewServer(grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
+	opts := []grpc.ServerOption{grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
 		return loading.Err()
-	}))
+	})}
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	if token != "" {
+		au, as := server.AuthInterceptors(token, nil)
+		opts = append(opts, grpc.UnaryInterceptor(au), grpc.StreamInterceptor(as))
+	}
+	gs := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(gs, hs)
 	done := make(chan struct{})
 	go func() { defer close(done); gs.Serve(lis) }()

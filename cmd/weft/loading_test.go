@@ -40,7 +40,7 @@ func TestHealthNotServingWhileLoading(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- loadAndServe(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil)), lis, nil, load, ready)
+		done <- loadAndServe(ctx, c, serveDeps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, lis, nil, load, ready)
 	}()
 
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

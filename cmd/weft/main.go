@@ -70,6 +70,13 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// SIGINT/SIGTERM stopped a command between two steps (serve
+			// drains and returns nil instead): say so, exit as a shell
+			// does for an interrupted command.
+			fmt.Fprintf(os.Stderr, "weft %s: interrupted\n", c.name)
+			os.Exit(130)
+		}
 		fmt.Fprintf(os.Stderr, "weft %s: %v\n", c.name, err)
 		os.Exit(1)
 	}

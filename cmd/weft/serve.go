@@ -10,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
@@ -43,6 +47,7 @@ type serveConfig struct {
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
+	AuthTokenFile  string        // file holding the bearer token (one line)
 	TLSCert        string        // PEM certificate; with TLSKey enables TLS
 	TLSKey         string        // PEM key
 	LogLevel       string        // debug, info, warn, error
@@ -61,6 +66,9 @@ func (c *serveConfig) validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.AuthToken != "" && c.AuthTokenFile != "" {
+		return errors.New("--auth-token and --auth-token-file exclude each other")
 	}
 	if c.DrainTimeout <= 0 {
 		return fmt.Errorf("--drain-timeout %v must be > 0", c.DrainTimeout)
@@ -130,7 +138,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
-	fs.StringVar(&c.AuthToken, "auth-token", "", "require `token` as a bearer token (health is exempt)")
+	fs.StringVar(&c.AuthToken, "auth-token", "", "require `token` as a bearer token (health is exempt; visible in ps: prefer --auth-token-file)")
+	fs.StringVar(&c.AuthTokenFile, "auth-token-file", "", "read the bearer token from `file` (trailing newline trimmed)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate `file` (with --tls-key: serve TLS)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key `file`")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -310,11 +319,20 @@ type serveDeps struct {
 	Log        *slog.Logger
 	// HealthPoll is how often a healthReporter backend is polled; 0: 1s.
 	HealthPoll time.Duration
+	// TLS is the server's TLS config (nil: plaintext), loaded before
+	// anything listens.
+	TLS *tls.Config
+	// Force is closed by a second SIGTERM/SIGINT: the drain stops at once
+	// (still after the scheduler loop has ended). Nil: never.
+	Force <-chan struct{}
 }
 
 // serve wires scheduler and server on a built model and backend, listens on
 // lis (gRPC) and metricsLis (nil: no metrics), marks itself ready on ready
-// (may be nil), and runs until ctx ends; then it drains for c.DrainTimeout.
+// (may be nil), and runs until ctx ends; then it drains for c.DrainTimeout
+// (or until d.Force is closed). It returns only after the scheduler loop
+// and every goroutine it started have ended, so the caller may then Close
+// the backend and the model. A drain, timed out or not, returns nil.
 func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.Listener, ready chan<- struct{}) error {
 	m, b, log := d.Model, d.Backend, d.Log
 	kv := b.KV()
@@ -350,14 +368,6 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if err != nil {
 		return err
 	}
-	var tlsCfg *tls.Config
-	if c.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return fmt.Errorf("TLS: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
 	var chatT server.ChatRenderer
 	if m.Template != nil {
 		chatT = m.Template
@@ -378,7 +388,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			EOG:          m.Tok.EOGs(),
 		},
 		AuthToken: c.AuthToken,
-		TLS:       tlsCfg,
+		TLS:       d.TLS,
 		Logger:    log,
 		Registry:  reg,
 
@@ -388,48 +398,118 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		return err
 	}
 
+	// The scheduler loop, the stats sampler and the health watcher end
+	// when runCtx does; serve waits for all three before it returns, so
+	// the caller's deferred Close of model and backend never runs under a
+	// forward pass.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRun()
 	runDone := make(chan error, 1)
-	go func() { runDone <- sched.Run(runCtx) }()
-	go srv.SampleStats(runCtx, 100*time.Millisecond)
+	var bg sync.WaitGroup
+	bg.Go(func() { runDone <- sched.Run(runCtx) })
+	bg.Go(func() { srv.SampleStats(runCtx, 100*time.Millisecond) })
+	defer func() {
+		stopRun()
+		bg.Wait()
+	}()
 
 	var metricsSrv *http.Server
 	if metricsLis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", srv.MetricsHandler())
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go metricsSrv.Serve(metricsLis)
+		bg.Go(func() { metricsSrv.Serve(metricsLis) }) // ends at metricsSrv.Close below
+		defer metricsSrv.Close()
 		log.Info("metrics", "addr", metricsLis.Addr().String())
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(lis) }()
+	go func() { serveErr <- srv.Serve(lis) }() // ends at srv.Shutdown / Stop below
 	srv.SetServing(true)
 	if h, ok := b.(healthReporter); ok {
-		go watchHealth(runCtx, h, d.HealthPoll, srv, log)
+		bg.Go(func() { watchHealth(runCtx, h, d.HealthPoll, srv, log) })
 	}
 	log.Info("serving", "addr", lis.Addr().String(), "model", m.Name, "backend", backendInfo,
-		"kv_blocks", kv.NumBlocks, "block_size", kv.BlockSize, "context", ctxLen, "tls", tlsCfg != nil)
+		"kv_blocks", kv.NumBlocks, "block_size", kv.BlockSize, "context", ctxLen, "tls", d.TLS != nil)
 	if ready != nil {
 		close(ready)
 	}
 
 	var err2 error
+	schedDone := false
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: draining", "timeout", c.DrainTimeout)
 	case err2 = <-serveErr:
+		serveErr = nil
 	case err2 = <-runDone:
+		schedDone = true
 		err2 = fmt.Errorf("scheduler stopped: %w", err2)
 	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
-	defer cancel()
-	srv.Shutdown(drainCtx)
-	if metricsSrv != nil {
-		metricsSrv.Shutdown(drainCtx)
+	// Drain: health NOT_SERVING (still readable), new calls refused with
+	// DRAINING, the listener open; in-flight requests go on until they
+	// end, the drain timeout passes or a second signal comes.
+	srv.BeginDrain()
+	force := d.Force
+	if err2 == nil {
+		log.Info("shutting down: draining", "timeout", c.DrainTimeout)
+		timer := time.NewTimer(c.DrainTimeout)
+		select {
+		case <-sched.Drained():
+			log.Info("drain complete")
+		case <-timer.C:
+			log.Warn("drain timeout passed; cancelling the remaining requests")
+		case <-force:
+			log.Warn("second signal: stopping now")
+		case err2 = <-runDone:
+			schedDone = true
+			err2 = fmt.Errorf("scheduler stopped: %w", err2)
+		}
+		timer.Stop()
 	}
+	// Stop the scheduler and wait for its loop (and any forward pass in
+	// it) to end; requests still in flight end with DRAINING.
 	stopRun()
+	if !schedDone {
+		<-runDone
+	}
+	// Let the handlers send their last messages (each stream's end), then
+	// close the port; after a second signal only briefly, and a signal
+	// during the flush closes it at once.
+	flush := shutdownFlush
+	if isClosed(force) {
+		force, flush = nil, forcedFlush
+	}
+	flushCtx, cancel := context.WithTimeout(context.Background(), flush)
+	go func() { // ends when flushCtx does (Shutdown returned or timed out) or on force
+		select {
+		case <-force:
+			cancel()
+		case <-flushCtx.Done():
+		}
+	}()
+	srv.Shutdown(flushCtx)
+	cancel()
+	if serveErr != nil {
+		if err := <-serveErr; err2 == nil && err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			err2 = err
+		}
+	}
 	return err2
+}
+
+// shutdownFlush is how long handlers may take to send their last messages
+// once the scheduler has stopped.
+const shutdownFlush = 2 * time.Second
+
+// forcedFlush is shutdownFlush after a second signal.
+const forcedFlush = 200 * time.Millisecond
+
+// isClosed reports whether ch is closed (a nil ch never is).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // watchHealth polls h every poll (0: 1s) until ctx ends; the first time h
@@ -465,6 +545,23 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := c.loadSecrets(); err != nil {
+		return err
+	}
+	// TLS is loaded and checked before anything listens: a bad path fails
+	// here, before the model loads, and no byte is ever served in clear.
+	var tlsCfg *tls.Config
+	if c.TLSCert != "" {
+		certs, err := newCertStore(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return err
+		}
+		tlsCfg = certs.config()
+		stopHUP := reloadOnSIGHUP(certs, log)
+		defer stopHUP()
+	}
+	force, stopSignals := forceOnSecondSignal()
+	defer stopSignals()
 	lis, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
@@ -476,7 +573,66 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return loadAndServe(ctx, c, log, lis, mlis, loadServeModel, nil)
+	return loadAndServe(ctx, c, serveDeps{Log: log, TLS: tlsCfg, Force: force}, lis, mlis, loadServeModel, nil)
+}
+
+// forceOnSecondSignal returns a channel closed at the second SIGTERM or
+// SIGINT (the first one ends main's context and starts the drain). stop
+// ends the watching goroutine.
+func forceOnSecondSignal() (force <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	f := make(chan struct{})
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() { // ends at stop
+		defer close(exited)
+		for n := 0; ; {
+			select {
+			case <-sigs:
+				if n++; n == 2 {
+					close(f)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return f, func() {
+		signal.Stop(sigs)
+		close(done)
+		<-exited
+	}
+}
+
+// loadSecrets reads --auth-token-file into AuthToken.
+func (c *serveConfig) loadSecrets() error {
+	if c.AuthTokenFile == "" {
+		return nil
+	}
+	tok, err := readTokenFile(c.AuthTokenFile)
+	if err != nil {
+		return err
+	}
+	c.AuthToken = tok
+	return nil
+}
+
+// readTokenFile reads a bearer token from path, without its trailing
+// newline. The token itself never appears in an error or a log line.
+func readTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--auth-token-file: %w", err)
+	}
+	tok := strings.TrimRight(string(b), "\r\n")
+	if tok == "" {
+		return "", fmt.Errorf("--auth-token-file %s: the file is empty", path)
+	}
+	if strings.ContainsAny(tok, "\r\n") {
+		return "", fmt.Errorf("--auth-token-file %s: want one line", path)
+	}
+	return tok, nil
 }
 
 // loadServeModel loads --model, or the built-in model when it is empty.
@@ -495,12 +651,15 @@ func loadServeModel(c serveConfig, log *slog.Logger) (*runtime.Model, error) {
 }
 
 // loadAndServe answers health NOT_SERVING on lis while load runs and the
-// backend is built, then serves the model on the same socket.
-func loadAndServe(ctx context.Context, c serveConfig, log *slog.Logger, lis, mlis net.Listener,
+// backend is built, then serves the model on the same socket. base gives
+// the logger, the TLS config (used from the first byte, by the loading
+// server too) and the force channel; serve gets them with the model.
+func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis net.Listener,
 	load func(serveConfig, *slog.Logger) (*runtime.Model, error), ready chan<- struct{}) error {
+	log := base.Log
 	shared := shareListener(lis)
-	stopLoading := startLoadingServer(shared.view(false))
-	log.Info("loading model; health is NOT_SERVING until it is ready", "addr", lis.Addr().String(), "model", c.Model)
+	stopLoading := startLoadingServer(shared.view(false), base.TLS, c.AuthToken)
+	log.Info("loading model; health is NOT_SERVING until it is ready", "addr", lis.Addr().String(), "model", c.Model, "tls", base.TLS != nil)
 	fail := func(err error) error {
 		stopLoading()
 		lis.Close()
@@ -523,5 +682,7 @@ func loadAndServe(ctx context.Context, c serveConfig, log *slog.Logger, lis, mli
 	}
 	defer b.Close()
 	stopLoading()
-	return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: why, Log: log}, shared.view(true), mlis, ready)
+	d := base
+	d.Model, d.Backend, d.BackendWhy = m, b, why
+	return serve(ctx, c, d, shared.view(true), mlis, ready)
 }
