@@ -84,6 +84,10 @@ func startSecureServe(t *testing.T, cert, key, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	certs, err := newCertStore(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +96,7 @@ func startSecureServe(t *testing.T, cert, key, token string) string {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu", Log: slog.New(slog.DiscardHandler)}, lis, nil, ready)
+		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu", Log: slog.New(slog.DiscardHandler), TLS: certs.config()}, lis, nil, ready)
 	}()
 	select {
 	case <-ready:
