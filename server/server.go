@@ -47,7 +47,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, health: health.NewServer()}
-	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats)
+	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats, cfg.Info.KV)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
@@ -72,20 +72,22 @@ func New(cfg Config) (*Server, error) {
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
-	opts := []grpc.ServerOption{
+	load := newLoadReporter(cfg.Scheduler.Stats, cfg.MaxSeqs)
+	opts := append(orcaServerOptions(load), // first: outermost, so every RPC's trailer gets a report
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
-	}
+	)
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	s.grpc = grpc.NewServer(opts...)
 	inferencev1.RegisterInferenceServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
+	registerORCA(s.grpc, load)
 	reflection.Register(s.grpc)
 	s.SetServing(false)
 	return s, nil
