@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,7 +35,8 @@ import (
 //	application_utilization = u + (1-u) * w/(w+max_seqs)
 //
 // A waiting queue as long as the batch pushes a half-busy replica to 0.75;
-// an idle one reports 0.
+// an idle one reports 0. rps_fractional counts the Generate and Chat RPCs
+// finished per second (weighted_round_robin needs it).
 
 // MinORCAInterval is the shortest out-of-band reporting interval the server
 // grants; a client asking for less gets this.
@@ -59,10 +61,14 @@ type loadReporter struct {
 	stats   func() scheduler.Stats
 	maxSeqs int
 
-	mu      sync.Mutex
-	lastCPU time.Duration // process CPU time at lastAt
-	lastAt  time.Time
-	cpu     float64 // utilization over the last sample window
+	calls atomic.Uint64 // Generate and Chat RPCs finished since start
+
+	mu        sync.Mutex
+	lastCPU   time.Duration // process CPU time at lastAt
+	lastCalls uint64        // calls at lastAt
+	lastAt    time.Time
+	cpu       float64 // utilization over the last sample window
+	qps       float64 // finished Generate and Chat RPCs per second over it
 }
 
 var _ orca.ServerMetricsProvider = (*loadReporter)(nil)
@@ -73,36 +79,40 @@ func newLoadReporter(stats func() scheduler.Stats, maxSeqs int) *loadReporter {
 	return r
 }
 
-// minCPUWindow is the shortest wall time a CPU utilization is measured over;
-// reports closer together reuse the last figure.
-const minCPUWindow = 50 * time.Millisecond
+// minSampleWindow is the shortest wall time CPU utilization and QPS are
+// measured over; reports closer together reuse the last figures.
+const minSampleWindow = 100 * time.Millisecond
 
-// cpuUtilization is the process's CPU time over wall time since the last
-// sample, divided by GOMAXPROCS; -1 when it cannot be measured.
-func (r *loadReporter) cpuUtilization(now time.Time) float64 {
+// rates returns the process's CPU time over wall time since the last
+// sample, divided by GOMAXPROCS (-1 when it cannot be measured), and the
+// Generate and Chat RPCs finished per second over the same window.
+func (r *loadReporter) rates(now time.Time) (cpuUtil, qps float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if wall := now.Sub(r.lastAt); wall >= minCPUWindow {
-		cpu, ok := processCPU()
-		if !ok {
-			return -1
+	if wall := now.Sub(r.lastAt); wall >= minSampleWindow {
+		calls := r.calls.Load()
+		r.qps = float64(calls-r.lastCalls) / wall.Seconds()
+		r.cpu = -1
+		if cpu, ok := processCPU(); ok {
+			r.cpu = float64(cpu-r.lastCPU) / float64(wall) / float64(goruntime.GOMAXPROCS(0))
+			r.cpu = min(max(r.cpu, 0), 1)
+			r.lastCPU = cpu
 		}
-		r.cpu = float64(cpu-r.lastCPU) / float64(wall) / float64(goruntime.GOMAXPROCS(0))
-		r.cpu = min(max(r.cpu, 0), 1)
-		r.lastCPU, r.lastAt = cpu, now
+		r.lastCalls, r.lastAt = calls, now
 	}
-	return r.cpu
+	return r.cpu, r.qps
 }
 
 // ServerMetrics returns the current report. Unmeasurable utilizations are
 // -1 (left out of the report).
 func (r *loadReporter) ServerMetrics() *orca.ServerMetrics {
 	st := r.stats()
+	cpu, qps := r.rates(time.Now())
 	return &orca.ServerMetrics{
-		CPUUtilization: r.cpuUtilization(time.Now()),
+		CPUUtilization: cpu,
 		MemUtilization: memUtilization(),
 		AppUtilization: saturation(st, r.maxSeqs),
-		QPS:            -1,
+		QPS:            qps,
 		EPS:            -1,
 		NamedMetrics: map[string]float64{
 			"kv_cache_usage":       kvUsage(st),
@@ -117,6 +127,7 @@ func (r *loadReporter) report() *v3orcapb.OrcaLoadReport {
 	sm := r.ServerMetrics()
 	rep := &v3orcapb.OrcaLoadReport{
 		ApplicationUtilization: sm.AppUtilization,
+		RpsFractional:          sm.QPS,
 		NamedMetrics:           sm.NamedMetrics,
 	}
 	if sm.CPUUtilization >= 0 {
@@ -158,16 +169,26 @@ func (o orcaService) StreamCoreMetrics(req *v3orcaservicepb.OrcaLoadReportReques
 
 // orcaServerOptions put a report from r into every RPC's trailer: grpc-go's
 // interceptor writes one only for calls whose handler asked for the call's
-// recorder, so the next interceptor asks for every call.
+// recorder, so the next interceptor asks for every call. It also counts
+// the finished Generate and Chat RPCs for the reports' rps_fractional (a
+// weighted_round_robin client weighs a replica by qps/utilization and
+// ignores reports without it).
 func orcaServerOptions(r *loadReporter) []grpc.ServerOption {
+	count := func(method string) {
+		if method == "/"+ServiceName+"/Generate" || method == "/"+ServiceName+"/Chat" {
+			r.calls.Add(1)
+		}
+	}
 	return []grpc.ServerOption{
 		orca.CallMetricsServerOption(r),
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			orca.CallMetricsRecorderFromContext(ctx)
+			defer count(info.FullMethod)
 			return h(ctx, req)
 		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			orca.CallMetricsRecorderFromContext(ss.Context())
+			defer count(info.FullMethod)
 			return h(srv, ss)
 		}),
 	}
