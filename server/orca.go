@@ -18,6 +18,7 @@ import (
 	v3orcaservicepb "github.com/cncf/xds/go/xds/service/orca/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/orca"
+	"google.golang.org/grpc/status"
 
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -161,7 +162,8 @@ func (o orcaService) StreamCoreMetrics(req *v3orcaservicepb.OrcaLoadReportReques
 		}
 		select {
 		case <-stream.Context().Done():
-			return stream.Context().Err()
+			// The client went away: CANCELED or DEADLINE_EXCEEDED, not UNKNOWN.
+			return status.FromContextError(stream.Context().Err()).Err()
 		case <-t.C:
 		}
 	}
