@@ -133,8 +133,11 @@ func TestWeightedRoundRobinAvoidsSlowReplica(t *testing.T) {
 		defer conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// The warm-up (about half a second) covers the weights' blackout
+		// period and the first reports, so the measured requests see
+		// settled weights.
 		res, err := bench.Run(ctx, inferencev1.NewInferenceServiceClient(conn), bench.Config{
-			Concurrency: 12, Requests: 240, Warmup: 60, Seed: 1,
+			Concurrency: 12, Requests: 240, Warmup: 240, Seed: 1,
 			PromptLen: bench.Fixed{N: 8}, OutputLen: bench.Fixed{N: 8}, IgnoreEOS: true,
 		})
 		if err != nil {
