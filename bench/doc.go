@@ -13,6 +13,13 @@
 // Config.Requests requests or sends for Config.Duration; Config.Warmup
 // requests go first and are not counted.
 //
+// # Several servers
+//
+// DialTargets balances over a static HOST:PORT list (a manual resolver) or
+// one dns:/// name, with pick_first, round_robin or weighted_round_robin
+// (ServiceConfig: weights from the servers' out-of-band ORCA reports).
+// Each Record keeps the peer that served it; Result.ByTarget sums them.
+//
 // # Workload
 //
 // Prompts are token ids sent directly (GenerateRequest.token_ids), BOS first,

@@ -32,6 +32,9 @@ type Record struct {
 	OutputTokens int
 	// QueueWait is the server's queue time from the final message's timings.
 	QueueWait time.Duration
+	// Target is the address of the server that took the request (the RPC's
+	// peer); empty when the stream never reached one.
+	Target string
 	// Err is set when the request failed (RPC error, error finish reason,
 	// or a stream that does not match what was asked); a failed request
 	// contributes to no latency figure.

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,6 +55,9 @@ type Result struct {
 	ByOutputLen map[string]Latencies `json:"by_output_len,omitempty"`
 	// Goodput is set when an SLO was given.
 	Goodput *Goodput `json:"goodput,omitempty"`
+	// ByTarget counts the requests and output tokens each server took,
+	// keyed by its address (the RPC's peer), when there is more than one.
+	ByTarget map[string]TargetShare `json:"by_target,omitempty"`
 
 	// Records are the per-request observations (not printed).
 	Records []Record `json:"-"`
@@ -86,11 +91,40 @@ func NewResult(recs []Record, duration time.Duration, slo SLO, byLen bool) Resul
 	if byLen {
 		r.ByOutputLen = ByOutputLen(recs)
 	}
+	r.ByTarget = byTarget(recs)
 	if slo.Enabled() {
 		g := ComputeGoodput(recs, slo, duration)
 		r.Goodput = &g
 	}
 	return r
+}
+
+// TargetShare is one server's part of a run.
+type TargetShare struct {
+	// Requests is how many measured requests it took (failed ones included).
+	Requests int `json:"requests"`
+	// OutputTokens is what its completed requests generated.
+	OutputTokens int `json:"output_tokens"`
+}
+
+// byTarget splits recs by Record.Target; nil unless there are two or more.
+func byTarget(recs []Record) map[string]TargetShare {
+	m := map[string]TargetShare{}
+	for _, rec := range recs {
+		if rec.Target == "" {
+			continue
+		}
+		s := m[rec.Target]
+		s.Requests++
+		if rec.Err == nil {
+			s.OutputTokens += rec.OutputTokens
+		}
+		m[rec.Target] = s
+	}
+	if len(m) < 2 {
+		return nil
+	}
+	return m
 }
 
 // WriteTable prints r as a human-readable table.
@@ -106,6 +140,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	p("duration\t%.2f s\n", r.DurationS)
 	p("throughput\t%.2f req/s, %.1f output tok/s, %.1f input tok/s\n",
 		r.RequestThroughput, r.OutputTokensPerSecond, r.InputTokensPerSecond)
+	for _, t := range slices.Sorted(maps.Keys(r.ByTarget)) {
+		p("target %s\t%d requests, %d output tokens\n", t, r.ByTarget[t].Requests, r.ByTarget[t].OutputTokens)
+	}
 	if g := r.Goodput; g != nil {
 		p("goodput\t%.2f req/s (%d of %d requests, %.1f%%, meet ttft<=%gms tpot<=%gms; 0 = unchecked)\n",
 			g.RequestsPerSecond, g.Good, r.Requests, 100*g.Fraction, g.SLOTTFTms, g.SLOTPOTms)

@@ -17,6 +17,7 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 )
 
 // Client is the part of the generated InferenceServiceClient the load
@@ -293,12 +294,19 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	}
 	sent := time.Now()
 	r.Sent = sent.Sub(t0)
+	var p peer.Peer // the server that took the request, once known
+	target := func() {
+		if p.Addr != nil {
+			r.Target = p.Addr.String()
+		}
+	}
 	fail := func(err error) Record {
 		r.End = time.Since(sent)
 		r.Err = fmt.Errorf("request %d: %w", s.Index, err)
+		target()
 		return r
 	}
-	stream, err := c.Generate(ctx, req)
+	stream, err := c.Generate(ctx, req, grpc.Peer(&p))
 	if err != nil {
 		return fail(err)
 	}
@@ -347,6 +355,7 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 		return fail(fmt.Errorf("got %d tokens with ignore_eos, want %d (finish %v)",
 			r.OutputTokens, s.OutputLen, final.GetFinishReason()))
 	}
+	target()
 	return r
 }
 

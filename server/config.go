@@ -123,6 +123,10 @@ type Config struct {
 	KeepaliveMinTime time.Duration
 	// Logger receives request logs. Default slog.Default().
 	Logger *slog.Logger
+	// MaxSeqs is the scheduler's batch size cap (scheduler.Config.MaxSeqs);
+	// the ORCA application_utilization divides by it. Default 256, the
+	// scheduler's default.
+	MaxSeqs int
 	// Registry receives the Prometheus metrics; nil creates one
 	// (MetricsHandler serves it).
 	Registry *prometheus.Registry
@@ -188,6 +192,12 @@ func (c *Config) validate() error {
 	}
 	if c.KeepaliveMinTime == 0 {
 		c.KeepaliveMinTime = 10 * time.Second
+	}
+	if c.MaxSeqs == 0 {
+		c.MaxSeqs = 256
+	}
+	if c.MaxSeqs < 0 {
+		return bad("MaxSeqs %d must be > 0", c.MaxSeqs)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -20,6 +20,11 @@
 // size limits and optional TLS. Prometheus metrics (vLLM's meanings, weft_
 // names) are served by MetricsHandler.
 //
+// ORCA load reports (orca.go) go into every RPC's trailers and out of band
+// through OpenRcaService (at most every MinORCAInterval). They and the
+// gauges read the scheduler's published Stats when asked, so the step loop
+// pays nothing for them.
+//
 // Example:
 //
 //	srv, err := server.New(server.Config{Scheduler: sched, Tokenizer: tok, Chat: tmpl, Info: info})

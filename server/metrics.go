@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,7 @@ type metrics struct {
 
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
 
-func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats, kv KVCache) (*metrics, error) {
 	m := &metrics{
 		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "weft_time_to_first_token_seconds", Help: "Time from arrival to the first generated token.",
@@ -73,6 +74,7 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metri
 		gauge("weft_num_requests_running", "Requests in the running batch.", func(s scheduler.Stats) float64 { return float64(s.Running) }),
 		gauge("weft_num_requests_waiting", "Requests waiting for admission.", func(s scheduler.Stats) float64 { return float64(s.Waiting) }),
 		gauge("weft_kv_cache_usage_perc", "Fraction of KV blocks held by running requests (1 = full).", kvUsage),
+		cacheConfigInfo(kv),
 		counter("weft_num_preemptions_total", "Preemptions since start.", func(s scheduler.Stats) float64 { return float64(s.Preemptions) }),
 		counter("weft_prompt_tokens_total", "Prompt tokens processed since start.", func(s scheduler.Stats) float64 { return float64(s.PromptTokens) }),
 		counter("weft_generation_tokens_total", "Tokens generated since start.", func(s scheduler.Stats) float64 { return float64(s.GenerationTokens) }),
@@ -83,6 +85,18 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats) (*metri
 		}
 	}
 	return m, nil
+}
+
+// cacheConfigInfo is weft_cache_config_info{block_size, num_gpu_blocks} = 1,
+// the KV pool's shape for a prefix-aware Endpoint Picker (the Gateway API
+// Inference Extension's model-server protocol; num_gpu_blocks is the pool's
+// block count whatever the backend).
+func cacheConfigInfo(kv KVCache) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "weft_cache_config_info", Help: "KV cache configuration (value 1): tokens per block and blocks in the pool.",
+	}, []string{"block_size", "num_gpu_blocks"})
+	g.WithLabelValues(strconv.Itoa(kv.BlockSize), strconv.Itoa(kv.NumBlocks)).Set(1)
+	return g
 }
 
 func kvUsage(s scheduler.Stats) float64 {

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
-// TestReflection: the service, health and reflection are listed, and the
+// TestReflection: the service, health, reflection and ORCA are listed, and the
 // inference service's file descriptor is served (what grpcurl needs).
 func TestReflection(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
@@ -30,7 +30,7 @@ func TestReflection(t *testing.T) {
 	for _, svc := range r.GetListServicesResponse().GetService() {
 		names = append(names, svc.GetName())
 	}
-	for _, want := range []string{ServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+	for _, want := range []string{ServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "xds.service.orca.v3.OpenRcaService"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("reflection lists %v, missing %s", names, want)
 		}

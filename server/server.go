@@ -53,7 +53,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Logger = slog.New(requestIDHandler{cfg.Logger.Handler()})
 	s := &Server{cfg: cfg, health: health.NewServer(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency)}
-	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats)
+	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats, cfg.Info.KV)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
@@ -77,20 +77,22 @@ func New(cfg Config) (*Server, error) {
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
-	opts := []grpc.ServerOption{
+	load := newLoadReporter(cfg.Scheduler.Stats, cfg.MaxSeqs)
+	opts := append(orcaServerOptions(load), // first: outermost, so every RPC's trailer gets a report
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
-	}
+	)
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	s.grpc = grpc.NewServer(opts...)
 	inferencev1.RegisterInferenceServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
+	registerORCA(s.grpc, load)
 	if err := registerReflection(s.grpc); err != nil {
 		return nil, err
 	}

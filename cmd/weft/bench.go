@@ -26,12 +26,14 @@ func init() {
 const benchUsage = `usage: weft bench --addr HOST:PORT [flags]
        weft bench --compare A.json,B.json [--format json]
 
-Sends generation requests to a weft server and reports TTFT, TPOT, ITL and
+Sends generation requests to a weft server (or to several, balanced on the
+client with --targets and --lb) and reports TTFT, TPOT, ITL and
 end-to-end latency (mean, p50, p90, p99), request and token throughput and,
 with --slo-ttft/--slo-tpot, goodput. Closed loop with --concurrency, open loop
 (gamma arrivals) with --rate. Any failed request makes the command exit 1
 after printing. --compare prints the ratios of two saved --format json results
-(A over B; > 1 means A is better).
+(A over B; > 1 means A is better). With --targets the output splits the
+requests and output tokens by server (by_target in json).
 
 flags:
 `
@@ -50,6 +52,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var cf clientFlags
 	cf.register(fs)
+	targets := fs.String("targets", "", "servers to balance over: HOST:PORT,HOST:PORT,... or one dns:///NAME:PORT (replaces --addr)")
+	lb := fs.String("lb", "", "client-side balancing with --targets: round_robin (default), weighted_round_robin (on the servers' ORCA load reports) or pick_first")
 	concurrency := fs.Int("concurrency", 0, "closed loop: clients sending back to back (default 8 without --rate); with --rate: cap on requests in flight (0: none)")
 	rate := fs.Float64("rate", 0, "open loop: requests per second (gamma arrivals; 0 = closed loop)")
 	burstiness := fs.Float64("burstiness", 1, "open loop: gamma shape of the arrival gaps; 1 = Poisson, < 1 burstier")
@@ -132,7 +136,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Progress = stderr
 	}
 
-	conn, err := cf.dial()
+	dest := []string{cf.Addr}
+	if *targets != "" {
+		dest = strings.Split(*targets, ",")
+		cf.Addr = *targets
+		if *lb == "" {
+			*lb = bench.RoundRobin
+		}
+	} else if *lb == "" {
+		*lb = bench.PickFirst
+	}
+	opts, err := cf.dialOptions()
+	if err != nil {
+		return err
+	}
+	conn, err := bench.DialTargets(dest, *lb, opts...)
 	if err != nil {
 		return err
 	}

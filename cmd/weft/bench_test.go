@@ -199,3 +199,40 @@ func TestBenchSweep(t *testing.T) {
 		t.Errorf("sweep with a failed request: err %v, table:\n%s", err, out.String())
 	}
 }
+
+// TestBenchTargets: --targets with round_robin spreads the requests over
+// every server, and by_target counts each one's requests and tokens.
+func TestBenchTargets(t *testing.T) {
+	a, b := benchtest.Serve(t, &benchtest.Server{}), benchtest.Serve(t, &benchtest.Server{})
+	args := []string{"--targets", a + "," + b, "--lb", "round_robin", "--format", "json", "--requests", "10",
+		"--concurrency", "1", "--warmup", "0", "--prompt-len", "8", "--output-len", "5", "--seed", "3"}
+	var out, errb bytes.Buffer
+	if err := runBench(t.Context(), args, &out, &errb); err != nil {
+		t.Fatalf("runBench: %v\n%s", err, errb.String())
+	}
+	var res struct {
+		ByTarget map[string]struct {
+			Requests     int `json:"requests"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"by_target"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	for k, v := range res.ByTarget {
+		got[k] = [2]int{v.Requests, v.OutputTokens}
+	}
+	want := map[string][2]int{a: {5, 25}, b: {5, 25}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("by_target (-want +got):\n%s", diff)
+	}
+}
+
+func TestBenchBadLB(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := runBench(t.Context(), []string{"--targets", "127.0.0.1:1", "--lb", "least_loaded"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "least_loaded") {
+		t.Errorf("--lb least_loaded: err %v, want one naming the policy", err)
+	}
+}

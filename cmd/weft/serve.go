@@ -387,6 +387,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			BOS:          m.Tok.BOS(),
 			EOG:          m.Tok.EOGs(),
 		},
+		MaxSeqs:   c.MaxSeqs,
 		AuthToken: c.AuthToken,
 		TLS:       d.TLS,
 		Logger:    log,
