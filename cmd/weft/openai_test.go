@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/llama"
+)
+
+// TestServeHTTPGreedyMatchesGenerate: serve with --http-addr answers
+// /v1/completions at temperature 0 with the same text as gRPC Generate
+// (greedy) for the same prompt, on stories260K; after shutdown, serve
+// returns nil and the HTTP port is closed.
+func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
+	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseServeFlags([]string{"--backend", "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:8080" {
+		t.Errorf("--http-addr default %q, want 127.0.0.1:8080", c.HTTPAddr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), HTTP: hlis}, lis, nil, ready)
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	base := "http://" + hlis.Addr().String()
+
+	const prompt = "Once upon a time, there was a little"
+	const n = 24
+	s, err := inferencev1.NewInferenceServiceClient(conn).Generate(ctx, &inferencev1.GenerateRequest{
+		Prompt:   &inferencev1.GenerateRequest_Text{Text: prompt},
+		Sampling: &inferencev1.SamplingParams{Temperature: 0},
+		Stopping: &inferencev1.StoppingCriteria{MaxTokens: n, IgnoreEos: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for {
+		r, err := s.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString(r.GetChunk().GetText())
+	}
+
+	client := oai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	params := oai.CompletionNewParams{
+		Model:       oai.CompletionNewParamsModel(m.Name),
+		Prompt:      oai.CompletionNewParamsPromptUnion{OfString: oai.String(prompt)},
+		MaxTokens:   oai.Int(n),
+		Temperature: oai.Float(0),
+	}
+	params.SetExtraFields(map[string]any{"ignore_eos": true})
+	got, err := client.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Len() == 0 {
+		t.Fatal("Generate returned no text")
+	}
+	if diff := cmp.Diff(want.String(), got.Choices[0].Text); diff != "" {
+		t.Errorf("/v1/completions text (-Generate +HTTP):\n%s", diff)
+	}
+
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("health while serving = %d, want 200", resp.StatusCode)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve returned %v", err)
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("the HTTP port still answers after serve returned")
+	}
+}
