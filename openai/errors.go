@@ -70,9 +70,6 @@ func apiErrorOf(err error) apiError {
 	switch {
 	case errors.As(err, &re):
 		e.status, e.Type, e.Param, e.Code = re.status, "invalid_request_error", nullable(re.param), nullable(re.code)
-		if re.status == http.StatusNotFound {
-			e.Type = "invalid_request_error"
-		}
 	case errors.As(err, &mbe):
 		e.status, e.Type, e.Code = http.StatusRequestEntityTooLarge, "invalid_request_error", nullable("request_too_large")
 		e.Message = "request body over " + strconv.FormatInt(mbe.Limit, 10) + " bytes"

@@ -80,14 +80,14 @@ func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("{}\n"))
 }
 
-// authed requires the bearer token (compared in constant time) when one
-// is configured, and refuses with 503 while not serving.
+// authed requires the bearer token (scheme case-insensitive, token
+// compared in constant time) when one is configured, and refuses with 503 while not serving.
 func (h *Handler) authed(f http.HandlerFunc) http.Handler {
 	want := []byte(h.cfg.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(want) > 0 {
-			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
+			scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "bearer") || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
 				writeError(w, errUnauthenticated)
 				return
 			}

@@ -283,13 +283,24 @@ func TestHealthAndModels(t *testing.T) {
 	if got := health(); got != 200 {
 		t.Errorf("health while serving = %d, want 200", got)
 	}
+	// The scheme is case-insensitive (RFC 9110), as for gRPC.
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/models", nil)
+	req.Header.Set("Authorization", "bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("models with a lower-case scheme: %d, want 200", resp.StatusCode)
+	}
 	f.h.SetServing(false)
 	if got := health(); got != 503 {
 		t.Errorf("health while not serving = %d, want 503", got)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/models", nil)
+	req, _ = http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/v1/models", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
