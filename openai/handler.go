@@ -373,3 +373,14 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, er
 	}
 	return prompt, nil
 }
+
+// LoadingHandler answers while the model loads: /health 503, every other
+// path 503 (401 first when token is set and the request lacks it), in
+// OpenAI's error shape.
+func LoadingHandler(token string) http.Handler {
+	h := &Handler{cfg: Config{AuthToken: token}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", h.health)
+	mux.Handle("/", h.authed(nil)) // never called: h is not serving
+	return mux
+}

@@ -128,3 +128,65 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 		t.Error("the HTTP port still answers after serve returned")
 	}
 }
+
+// While the model loads, the HTTP port answers too: /health and the API
+// 503 (the API's error in OpenAI's shape); then the same socket serves the
+// model and /health turns 200.
+func TestServeHTTPWhileLoading(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseServeFlags([]string{"--backend", "cpu", "--kv-memory", "4MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	load := func(serveConfig, *slog.Logger) (*runtime.Model, error) {
+		<-release
+		return runtime.LoadDefault()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- loadAndServe(ctx, c, serveDeps{Log: slog.New(slog.DiscardHandler), HTTP: hlis}, lis, nil, load, ready)
+	}()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	base := "http://" + hlis.Addr().String()
+	get := func(method, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("GET", "/health"); code != http.StatusServiceUnavailable {
+		t.Errorf("health while loading = %d, want 503", code)
+	}
+	if code, body := get("POST", "/v1/completions"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"service_unavailable"`) {
+		t.Errorf("completions while loading = %d %s, want 503 with an OpenAI error", code, body)
+	}
+	close(release)
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("loadAndServe returned early: %v", err)
+	}
+	if code, _ := get("GET", "/health"); code != http.StatusOK {
+		t.Errorf("health after loading = %d, want 200", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("loadAndServe returned %v", err)
+	}
+}

@@ -729,9 +729,18 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 	log := base.Log
 	shared := shareListener(lis)
 	stopLoading := startLoadingServer(shared.view(false), base.TLS, c.AuthToken)
+	// The HTTP API's port answers while loading too (503), on the same
+	// socket serve then takes over.
+	stopLoadingHTTP := func() {}
+	if base.HTTP != nil {
+		hshared := shareListener(base.HTTP)
+		stopLoadingHTTP = startLoadingHTTP(hshared.view(false), base.TLS, c.AuthToken)
+		base.HTTP = hshared.view(true)
+	}
 	log.Info("loading model; health is NOT_SERVING until it is ready", "addr", lis.Addr().String(), "model", c.Model, "tls", base.TLS != nil)
 	fail := func(err error) error {
 		stopLoading()
+		stopLoadingHTTP()
 		lis.Close()
 		if mlis != nil {
 			mlis.Close()
@@ -755,7 +764,27 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 	}
 	defer b.Close()
 	stopLoading()
+	stopLoadingHTTP()
 	d := base
 	d.Model, d.Backend, d.BackendWhy = m, b, why
 	return serve(ctx, c, d, shared.view(true), mlis, ready)
+}
+
+// startLoadingHTTP serves openai.LoadingHandler on lis until stop, which
+// closes lis (a view: the socket stays open) and the connections.
+func startLoadingHTTP(lis net.Listener, tlsCfg *tls.Config, token string) (stop func()) {
+	hs := &http.Server{Handler: openai.LoadingHandler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	done := make(chan struct{})
+	go func() { // ends at hs.Close in stop
+		defer close(done)
+		if tlsCfg != nil {
+			hs.ServeTLS(lis, "", "")
+		} else {
+			hs.Serve(lis)
+		}
+	}()
+	return func() {
+		hs.Close()
+		<-done
+	}
 }
