@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -188,5 +191,86 @@ func TestServeHTTPWhileLoading(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("loadAndServe returned %v", err)
+	}
+}
+
+// The HTTP API takes serve's TLS config and auth token: HTTPS with the
+// server's certificate, 401 without the token, 200 with it; /health needs
+// no token.
+func TestServeHTTPTLSAndAuth(t *testing.T) {
+	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	certFile, keyFile, _ := writeCert(t, t.TempDir(), "weft-test")
+	certs, err := newCertStore(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseServeFlags([]string{"--backend", "cpu", "--auth-token", "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), TLS: certs.config(), HTTP: hlis}, lis, nil, ready)
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemBytes)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	base := "https://" + hlis.Addr().String()
+	status := func(path, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	got := []int{status("/health", ""), status("/v1/models", ""), status("/v1/models", "wrong"), status("/v1/models", "tok")}
+	if diff := cmp.Diff([]int{200, 401, 401, 200}, got); diff != "" {
+		t.Errorf("health, models without, with a wrong and with the token (-want +got):\n%s", diff)
+	}
+	// Plaintext is not served on the TLS port (net/http answers 400).
+	if resp, err := http.Get("http://" + hlis.Addr().String() + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plaintext /health served on the TLS port")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve returned %v", err)
 	}
 }
