@@ -359,3 +359,63 @@ func TestDisconnectCancels(t *testing.T) {
 		t.Errorf("running, waiting, KV blocks used after the disconnect (-want +got):\n%s", diff)
 	}
 }
+
+// TestDrain: after BeginDrain, /health and new requests get 503 while a
+// stream in flight goes on to its end.
+func TestDrain(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	params := oai.CompletionNewParams{
+		Model:       oai.CompletionNewParamsModel(f.model),
+		Prompt:      oai.CompletionNewParamsPromptUnion{OfString: oai.String("Once upon a time")},
+		MaxTokens:   oai.Int(6),
+		Temperature: oai.Float(0),
+	}
+	params.SetExtraFields(map[string]any{"ignore_eos": true})
+	s := f.client.Completions.NewStreaming(ctx, params)
+	if !s.Next() {
+		t.Fatalf("no first chunk: %v", s.Err())
+	}
+	f.h.BeginDrain()
+	resp, err := http.Get(f.srv.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("health while draining = %d, want 503", resp.StatusCode)
+	}
+	_, err = f.client.Completions.New(ctx, params)
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable || apiErr.Code != "service_unavailable" {
+		t.Errorf("new request while draining: %v, want 503 service_unavailable", err)
+	}
+	// The stream in flight finishes: feed its steps from another
+	// goroutine (it ends when the request's Final is recorded).
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for {
+			select {
+			case f.gate <- struct{}{}:
+			case <-f.finals:
+				return
+			}
+		}
+	}()
+	finish := ""
+	for s.Next() {
+		for _, ch := range s.Current().Choices {
+			if ch.FinishReason != "" {
+				finish = string(ch.FinishReason)
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	<-fed
+	if finish != "length" {
+		t.Errorf("in-flight stream finished with %q, want length", finish)
+	}
+}
