@@ -38,8 +38,9 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/weft /weft
 USER nonroot:nonroot
 ENV WEFT_ADDR=0.0.0.0:50051 \
+    WEFT_HTTP_ADDR=0.0.0.0:8080 \
     WEFT_METRICS_ADDR=0.0.0.0:9090
-EXPOSE 50051 9090
+EXPOSE 50051 8080 9090
 # The binary probes its own gRPC health service (NOT_SERVING while loading
 # and while draining) at WEFT_ADDR (a wildcard host is probed on loopback),
 # with TLS when WEFT_TLS_CERT is set; no shell or extra binary is needed.

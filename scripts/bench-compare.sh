@@ -103,7 +103,7 @@ run() {
 	local mflags=()
 	[[ -n "$model" ]] && mflags=(--model "$model")
 	echo "== $name: weft serve ${mflags[*]} $* --addr 127.0.0.1:$port" >&2
-	"$weft" serve "${mflags[@]}" --addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" "$@" \
+	"$weft" serve "${mflags[@]}" --addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" --http-addr "" "$@" \
 		>"$out/$name.server.log" 2>&1 &
 	server_pid=$!
 	sleep 0.2

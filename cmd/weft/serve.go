@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/weft-inference/weft/cuda/gpumem"
+	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/scheduler"
@@ -36,6 +37,7 @@ type serveConfig struct {
 	Model          string        // GGUF path; "" serves the built-in model
 	Addr           string        // gRPC listen address
 	MetricsAddr    string        // Prometheus /metrics address; "" disables
+	HTTPAddr       string        // OpenAI-compatible HTTP API address; "" disables
 	Backend        string        // auto, cpu or cuda
 	Batching       string        // continuous or static
 	MaxSeqs        int           // running sequences per batch
@@ -125,6 +127,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&c.Model, "model", "", "GGUF model `path` (empty: the built-in random-weight model)")
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:50051", "gRPC listen `host:port`")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "OpenAI-compatible HTTP API `host:port` (same TLS and auth token as gRPC; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "Prometheus /metrics `host:port` (empty: off)")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto, cpu or cuda")
 	fs.StringVar(&c.Batching, "batching", scheduler.BatchingContinuous, "continuous or static")
@@ -322,6 +325,9 @@ type serveDeps struct {
 	// TLS is the server's TLS config (nil: plaintext), loaded before
 	// anything listens.
 	TLS *tls.Config
+	// HTTP is the OpenAI-compatible HTTP API's listener (nil: off); serve
+	// closes it.
+	HTTP net.Listener
 	// Force is closed by a second SIGTERM/SIGINT: the drain stops at once
 	// (still after the scheduler loop has ended). Nil: never.
 	Force <-chan struct{}
@@ -335,6 +341,9 @@ type serveDeps struct {
 // the backend and the model. A drain, timed out or not, returns nil.
 func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.Listener, ready chan<- struct{}) error {
 	m, b, log := d.Model, d.Backend, d.Log
+	if d.HTTP != nil {
+		defer d.HTTP.Close() // also when serve fails before serving it
+	}
 	kv := b.KV()
 	reg := prometheus.NewRegistry()
 	var capacity scheduler.Capacity
@@ -398,6 +407,23 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if err != nil {
 		return err
 	}
+	var api *openai.Handler
+	if d.HTTP != nil {
+		api, err = openai.New(openai.Config{
+			Scheduler:      sched,
+			Tokenizer:      m.Tok,
+			Chat:           chatT,
+			ModelName:      m.Name,
+			ContextLen:     ctxLen,
+			VocabSize:      m.HP.VocabSize,
+			AuthToken:      c.AuthToken,
+			MaxPromptBytes: int(c.MaxPromptBytes),
+			Logger:         log,
+		})
+		if err != nil {
+			return err
+		}
+	}
 
 	// The scheduler loop, the stats sampler and the health watcher end
 	// when runCtx does; serve waits for all three before it returns, so
@@ -424,6 +450,20 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }() // ends at srv.Shutdown / Stop below
+	var httpSrv *http.Server
+	httpErr := make(chan error, 1)
+	if api != nil {
+		httpSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, TLSConfig: d.TLS}
+		go func() { // ends at httpSrv.Shutdown / Close below
+			if d.TLS != nil {
+				httpErr <- httpSrv.ServeTLS(d.HTTP, "", "")
+			} else {
+				httpErr <- httpSrv.Serve(d.HTTP)
+			}
+		}()
+		api.SetServing(true)
+		log.Info("openai http api", "addr", d.HTTP.Addr().String(), "tls", d.TLS != nil)
+	}
 	srv.SetServing(true)
 	if h, ok := b.(healthReporter); ok {
 		bg.Go(func() { watchHealth(runCtx, h, d.HealthPoll, srv, log) })
@@ -448,6 +488,9 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	// DRAINING, the listener open; in-flight requests go on until they
 	// end, the drain timeout passes or a second signal comes.
 	srv.BeginDrain()
+	if api != nil {
+		api.BeginDrain()
+	}
 	force := d.Force
 	if err2 == nil {
 		log.Info("shutting down: draining", "timeout", c.DrainTimeout)
@@ -486,8 +529,25 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		case <-flushCtx.Done():
 		}
 	}()
+	var httpDone sync.WaitGroup
+	if httpSrv != nil {
+		// The HTTP handlers end like the gRPC ones: each has its last
+		// message (or the stream's error) to write, then the port closes;
+		// whatever is left when flushCtx ends is cut off.
+		httpDone.Go(func() {
+			if httpSrv.Shutdown(flushCtx) != nil {
+				httpSrv.Close()
+			}
+		})
+	}
 	srv.Shutdown(flushCtx)
+	httpDone.Wait()
 	cancel()
+	if httpSrv != nil {
+		if err := <-httpErr; err2 == nil && err != nil && !errors.Is(err, http.ErrServerClosed) {
+			err2 = err
+		}
+	}
 	if serveErr != nil {
 		if err := <-serveErr; err2 == nil && err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			err2 = err
@@ -567,14 +627,23 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var mlis net.Listener
+	var mlis, hlis net.Listener
 	if c.MetricsAddr != "" {
 		if mlis, err = net.Listen("tcp", c.MetricsAddr); err != nil {
 			lis.Close()
 			return err
 		}
 	}
-	return loadAndServe(ctx, c, serveDeps{Log: log, TLS: tlsCfg, Force: force}, lis, mlis, loadServeModel, nil)
+	if c.HTTPAddr != "" {
+		if hlis, err = net.Listen("tcp", c.HTTPAddr); err != nil {
+			lis.Close()
+			if mlis != nil {
+				mlis.Close()
+			}
+			return err
+		}
+	}
+	return loadAndServe(ctx, c, serveDeps{Log: log, TLS: tlsCfg, Force: force, HTTP: hlis}, lis, mlis, loadServeModel, nil)
 }
 
 // forceOnSecondSignal returns a channel closed at the second SIGTERM or
@@ -660,12 +729,24 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 	log := base.Log
 	shared := shareListener(lis)
 	stopLoading := startLoadingServer(shared.view(false), base.TLS, c.AuthToken)
+	// The HTTP API's port answers while loading too (503), on the same
+	// socket serve then takes over.
+	stopLoadingHTTP := func() {}
+	if base.HTTP != nil {
+		hshared := shareListener(base.HTTP)
+		stopLoadingHTTP = startLoadingHTTP(hshared.view(false), base.TLS, c.AuthToken)
+		base.HTTP = hshared.view(true)
+	}
 	log.Info("loading model; health is NOT_SERVING until it is ready", "addr", lis.Addr().String(), "model", c.Model, "tls", base.TLS != nil)
 	fail := func(err error) error {
 		stopLoading()
+		stopLoadingHTTP()
 		lis.Close()
 		if mlis != nil {
 			mlis.Close()
+		}
+		if base.HTTP != nil {
+			base.HTTP.Close()
 		}
 		return err
 	}
@@ -683,7 +764,27 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 	}
 	defer b.Close()
 	stopLoading()
+	stopLoadingHTTP()
 	d := base
 	d.Model, d.Backend, d.BackendWhy = m, b, why
 	return serve(ctx, c, d, shared.view(true), mlis, ready)
+}
+
+// startLoadingHTTP serves openai.LoadingHandler on lis until stop, which
+// closes lis (a view: the socket stays open) and the connections.
+func startLoadingHTTP(lis net.Listener, tlsCfg *tls.Config, token string) (stop func()) {
+	hs := &http.Server{Handler: openai.LoadingHandler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	done := make(chan struct{})
+	go func() { // ends at hs.Close in stop
+		defer close(done)
+		if tlsCfg != nil {
+			hs.ServeTLS(lis, "", "")
+		} else {
+			hs.Serve(lis)
+		}
+	}()
+	return func() {
+		hs.Close()
+		<-done
+	}
 }

@@ -1,0 +1,104 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// requestError is a request refused before it is submitted.
+type requestError struct {
+	status int
+	code   string // OpenAI's error code ("" : null)
+	param  string // the offending parameter ("" : null)
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// badParam reports an invalid or out-of-range parameter (400).
+func badParam(param, format string, args ...any) error {
+	return &requestError{status: http.StatusBadRequest, code: "invalid_value", param: param,
+		msg: param + ": " + fmt.Sprintf(format, args...)}
+}
+
+// Sentinels of the handlers' own making.
+var (
+	errUnauthenticated = errors.New("missing or invalid bearer token")
+	errNotServing      = errors.New("the server is not serving (loading or shutting down)")
+	errNoChatTemplate  = errors.New("the model has no chat template")
+)
+
+// errorBody is OpenAI's error shape.
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+
+	status     int
+	retryAfter time.Duration
+}
+
+// queueFullRetry is the Retry-After suggested with 429 and 503.
+const queueFullRetry = time.Second
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// apiErrorOf turns any error of a request into OpenAI's error and an HTTP
+// status. It is the only place statuses are chosen.
+func apiErrorOf(err error) apiError {
+	e := apiError{Message: err.Error(), Type: "server_error", status: http.StatusInternalServerError}
+	var re *requestError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &re):
+		e.status, e.Type, e.Param, e.Code = re.status, "invalid_request_error", nullable(re.param), nullable(re.code)
+	case errors.As(err, &mbe):
+		e.status, e.Type, e.Code = http.StatusRequestEntityTooLarge, "invalid_request_error", nullable("request_too_large")
+		e.Message = "request body over " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
+	case errors.Is(err, scheduler.ErrPromptTooLong):
+		e.status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", nullable("context_length_exceeded")
+	case errors.Is(err, scheduler.ErrInvalidRequest), errors.Is(err, sample.ErrInvalidParams):
+		e.status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", nullable("invalid_value")
+	case errors.Is(err, errNoChatTemplate):
+		e.status, e.Type = http.StatusBadRequest, "invalid_request_error"
+	case errors.Is(err, errUnauthenticated):
+		e.status, e.Type, e.Code = http.StatusUnauthorized, "invalid_request_error", nullable("invalid_api_key")
+	case errors.Is(err, scheduler.ErrQueueFull):
+		e.status, e.Type, e.Code, e.retryAfter = http.StatusTooManyRequests, "rate_limit_error", nullable("rate_limit_exceeded"), queueFullRetry
+	case errors.Is(err, scheduler.ErrDraining), errors.Is(err, scheduler.ErrClosed), errors.Is(err, errNotServing):
+		e.status, e.Type, e.Code, e.retryAfter = http.StatusServiceUnavailable, "server_error", nullable("service_unavailable"), queueFullRetry
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client went away; nobody reads this, but say what happened.
+		e.status, e.Type, e.Code = 499, "invalid_request_error", nullable("cancelled")
+	}
+	return e
+}
+
+// writeError writes err as OpenAI's JSON error with its status.
+func writeError(w http.ResponseWriter, err error) {
+	e := apiErrorOf(err)
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.retryAfter/time.Second)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.status)
+	json.NewEncoder(w).Encode(errorBody{Error: e})
+}

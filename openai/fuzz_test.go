@@ -1,0 +1,69 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/scheduler"
+)
+
+// refusingScheduler refuses every request as if its queue were full, so a
+// fuzzed request goes through decoding, validation and tokenization only.
+type refusingScheduler struct{}
+
+func (refusingScheduler) Submit(context.Context, scheduler.Request) (*scheduler.Stream, error) {
+	return nil, scheduler.ErrQueueFull
+}
+func (refusingScheduler) Drain() {}
+
+// FuzzDecode posts arbitrary bodies to both generation endpoints: no
+// panic, and every answer is 429 (it got as far as the scheduler) or an
+// OpenAI-shaped 4xx error.
+func FuzzDecode(f *testing.F) {
+	m, err := runtime.Load(shareddata.Path(f, "models/stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelName: "m",
+		ContextLen: 512, VocabSize: m.HP.VocabSize, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.SetServing(true)
+	for _, seed := range []string{
+		`{"model":"m","prompt":"Once upon a time","max_tokens":8,"stop":["\n"],"temperature":0.5}`,
+		`{"model":"m","prompt":[1,2,3],"stop":"x","top_k":-1,"seed":-5}`,
+		`{"model":"m","prompt":["a"],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi <|im_start|>"}],"max_completion_tokens":4}`,
+		`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"x"}]}],"n":2}`,
+		`{"model":"m","prompt":"x","temperature":1e309}`, `[]`, `null`, `{"prompt":{}}`,
+	} {
+		f.Add(seed, true)
+		f.Add(seed, false)
+	}
+	f.Fuzz(func(t *testing.T, body string, chat bool) {
+		path := "/v1/completions"
+		if chat {
+			path = "/v1/chat/completions"
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		if w.Code == http.StatusTooManyRequests {
+			return
+		}
+		if w.Code < 400 || w.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
+		}
+		var e errorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+			t.Fatalf("status %d, body %q is not an OpenAI error (%v)", w.Code, w.Body, err)
+		}
+	})
+}
