@@ -105,6 +105,7 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 				m.Response = &inferencev1.ChatResponse_Chunk{Chunk: c}
 			} else {
 				m.Response = &inferencev1.ChatResponse_Final{Final: f}
+				m.LoadReport = s.load.turnReport()
 			}
 			return stream.Send(m)
 		})

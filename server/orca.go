@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/status"
 
+	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -138,6 +139,19 @@ func (r *loadReporter) report() *v3orcapb.OrcaLoadReport {
 		rep.MemUtilization = sm.MemUtilization
 	}
 	return rep
+}
+
+// turnReport is ServerMetrics as the API's LoadReport, for a Chat turn's
+// Final (trailers come once per stream).
+func (r *loadReporter) turnReport() *inferencev1.LoadReport {
+	rep := r.report()
+	return &inferencev1.LoadReport{
+		ApplicationUtilization: rep.GetApplicationUtilization(),
+		CpuUtilization:         rep.GetCpuUtilization(),
+		MemUtilization:         rep.GetMemUtilization(),
+		RpsFractional:          rep.GetRpsFractional(),
+		NamedMetrics:           rep.GetNamedMetrics(),
+	}
 }
 
 // orcaService implements OpenRcaService with a minimum interval of

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -287,9 +288,29 @@ func TestPerCallLoadReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.GetFinal() != nil {
-			break
+		if m.GetFinal() == nil {
+			if m.GetLoadReport() != nil {
+				t.Errorf("a chunk carries a load report: %v", m)
+			}
+			continue
 		}
+		// The turn's own report (trailers come once per stream).
+		lr := m.GetLoadReport()
+		if lr == nil {
+			t.Fatal("the turn's Final carries no load report")
+		}
+		var got []string
+		for k := range lr.GetNamedMetrics() {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(wantKeys, got); diff != "" {
+			t.Errorf("Chat turn report named metrics (-want +got):\n%s", diff)
+		}
+		if u := lr.GetApplicationUtilization(); u < 0 || u > 1 {
+			t.Errorf("Chat turn report application_utilization %v, want in [0, 1]", u)
+		}
+		break
 	}
 	chat.CloseSend()
 	if _, err := chat.Recv(); !errors.Is(err, io.EOF) {

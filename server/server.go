@@ -38,6 +38,7 @@ type Server struct {
 	health  *health.Server
 	metrics *metrics
 	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
+	load    *loadReporter // ORCA reports; also each Chat turn's LoadReport
 	// draining is set by BeginDrain: every RPC but health is refused
 	// with UNAVAILABLE / DRAINING.
 	draining atomic.Bool
@@ -78,6 +79,7 @@ func New(cfg Config) (*Server, error) {
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
 	load := newLoadReporter(cfg.Scheduler.Stats, cfg.MaxSeqs)
+	s.load = load
 	opts := append(orcaServerOptions(load), // first: outermost, so every RPC's trailer gets a report
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),

@@ -1457,7 +1457,12 @@ type ChatResponse struct {
 	//	*ChatResponse_Chunk
 	//	*ChatResponse_Final
 	//	*ChatResponse_Error
-	Response      isChatResponse_Response `protobuf_oneof:"response"`
+	Response isChatResponse_Response `protobuf_oneof:"response"`
+	// The replica's load when this turn ended, set on the message carrying the
+	// Final. gRPC trailers (where every RPC's ORCA report goes) come once per
+	// stream, so a Chat client that balances per turn reads this instead. Same
+	// fields and meanings as the ORCA report.
+	LoadReport    *LoadReport `protobuf:"bytes,5,opt,name=load_report,json=loadReport" json:"load_report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1533,6 +1538,13 @@ func (x *ChatResponse) GetError() *TurnError {
 	return nil
 }
 
+func (x *ChatResponse) GetLoadReport() *LoadReport {
+	if x != nil {
+		return x.LoadReport
+	}
+	return nil
+}
+
 type isChatResponse_Response interface {
 	isChatResponse_Response()
 }
@@ -1560,6 +1572,90 @@ func (*ChatResponse_Final) isChatResponse_Response() {}
 
 func (*ChatResponse_Error) isChatResponse_Response() {}
 
+// LoadReport is the replica's load, with the meanings of ORCA's
+// OrcaLoadReport (see the README's "Running a fleet").
+type LoadReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Saturation in [0, 1]: u + (1-u)*w/(w+max_seqs), u = max(KV-cache use,
+	// running/max_seqs), w = waiting requests.
+	ApplicationUtilization float64 `protobuf:"fixed64,1,opt,name=application_utilization,json=applicationUtilization" json:"application_utilization,omitempty"`
+	// Process CPU time / wall time / GOMAXPROCS since the last report.
+	CpuUtilization float64 `protobuf:"fixed64,2,opt,name=cpu_utilization,json=cpuUtilization" json:"cpu_utilization,omitempty"`
+	// Resident memory / the machine's total memory.
+	MemUtilization float64 `protobuf:"fixed64,3,opt,name=mem_utilization,json=memUtilization" json:"mem_utilization,omitempty"`
+	// Generate and Chat RPCs finished per second.
+	RpsFractional float64 `protobuf:"fixed64,4,opt,name=rps_fractional,json=rpsFractional" json:"rps_fractional,omitempty"`
+	// kv_cache_usage, num_requests_running, num_requests_waiting.
+	NamedMetrics  map[string]float64 `protobuf:"bytes,5,rep,name=named_metrics,json=namedMetrics" json:"named_metrics,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadReport) Reset() {
+	*x = LoadReport{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadReport) ProtoMessage() {}
+
+func (x *LoadReport) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
+func (*LoadReport) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *LoadReport) GetApplicationUtilization() float64 {
+	if x != nil {
+		return x.ApplicationUtilization
+	}
+	return 0
+}
+
+func (x *LoadReport) GetCpuUtilization() float64 {
+	if x != nil {
+		return x.CpuUtilization
+	}
+	return 0
+}
+
+func (x *LoadReport) GetMemUtilization() float64 {
+	if x != nil {
+		return x.MemUtilization
+	}
+	return 0
+}
+
+func (x *LoadReport) GetRpsFractional() float64 {
+	if x != nil {
+		return x.RpsFractional
+	}
+	return 0
+}
+
+func (x *LoadReport) GetNamedMetrics() map[string]float64 {
+	if x != nil {
+		return x.NamedMetrics
+	}
+	return nil
+}
+
 // TurnError is why the server refused one chat turn. It carries what the gRPC
 // status of a refused Generate would carry.
 type TurnError struct {
@@ -1580,7 +1676,7 @@ type TurnError struct {
 
 func (x *TurnError) Reset() {
 	*x = TurnError{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1688,7 @@ func (x *TurnError) String() string {
 func (*TurnError) ProtoMessage() {}
 
 func (x *TurnError) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1701,7 @@ func (x *TurnError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnError.ProtoReflect.Descriptor instead.
 func (*TurnError) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TurnError) GetCode() int32 {
@@ -1659,7 +1755,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1767,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1780,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TokenizeRequest) GetText() string {
@@ -1719,7 +1815,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1827,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1840,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenizeResponse) GetTokenIds() []int32 {
@@ -1765,7 +1861,7 @@ type DetokenizeRequest struct {
 
 func (x *DetokenizeRequest) Reset() {
 	*x = DetokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1873,7 @@ func (x *DetokenizeRequest) String() string {
 func (*DetokenizeRequest) ProtoMessage() {}
 
 func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1886,7 @@ func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeRequest.ProtoReflect.Descriptor instead.
 func (*DetokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DetokenizeRequest) GetTokenIds() []int32 {
@@ -1811,7 +1907,7 @@ type DetokenizeResponse struct {
 
 func (x *DetokenizeResponse) Reset() {
 	*x = DetokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1919,7 @@ func (x *DetokenizeResponse) String() string {
 func (*DetokenizeResponse) ProtoMessage() {}
 
 func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1932,7 @@ func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeResponse.ProtoReflect.Descriptor instead.
 func (*DetokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DetokenizeResponse) GetText() string {
@@ -1855,7 +1951,7 @@ type GetModelInfoRequest struct {
 
 func (x *GetModelInfoRequest) Reset() {
 	*x = GetModelInfoRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1963,7 @@ func (x *GetModelInfoRequest) String() string {
 func (*GetModelInfoRequest) ProtoMessage() {}
 
 func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1976,7 @@ func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetModelInfoRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
 }
 
 // GetModelInfoResponse describes the loaded model and its backend.
@@ -1914,7 +2010,7 @@ type GetModelInfoResponse struct {
 
 func (x *GetModelInfoResponse) Reset() {
 	*x = GetModelInfoResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2022,7 @@ func (x *GetModelInfoResponse) String() string {
 func (*GetModelInfoResponse) ProtoMessage() {}
 
 func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2035,7 @@ func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetModelInfoResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetModelInfoResponse) GetName() string {
@@ -2032,7 +2128,7 @@ type TensorTypeCount struct {
 
 func (x *TensorTypeCount) Reset() {
 	*x = TensorTypeCount{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2140,7 @@ func (x *TensorTypeCount) String() string {
 func (*TensorTypeCount) ProtoMessage() {}
 
 func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2153,7 @@ func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorTypeCount.ProtoReflect.Descriptor instead.
 func (*TensorTypeCount) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TensorTypeCount) GetType() string {
@@ -2093,7 +2189,7 @@ type KVCacheInfo struct {
 
 func (x *KVCacheInfo) Reset() {
 	*x = KVCacheInfo{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2201,7 @@ func (x *KVCacheInfo) String() string {
 func (*KVCacheInfo) ProtoMessage() {}
 
 func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2214,7 @@ func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVCacheInfo.ProtoReflect.Descriptor instead.
 func (*KVCacheInfo) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *KVCacheInfo) GetBlockSize() int32 {
@@ -2248,14 +2344,26 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"ChatCancel\"O\n" +
 	"\vChatMessage\x12&\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x12.inference.v1.RoleR\x04role\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xb9\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\xf4\x01\n" +
 	"\fChatResponse\x12\x12\n" +
 	"\x04turn\x18\x01 \x01(\x05R\x04turn\x12+\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x13.inference.v1.ChunkH\x00R\x05chunk\x12+\n" +
 	"\x05final\x18\x03 \x01(\v2\x13.inference.v1.FinalH\x00R\x05final\x12/\n" +
-	"\x05error\x18\x04 \x01(\v2\x17.inference.v1.TurnErrorH\x00R\x05errorB\n" +
+	"\x05error\x18\x04 \x01(\v2\x17.inference.v1.TurnErrorH\x00R\x05error\x129\n" +
+	"\vload_report\x18\x05 \x01(\v2\x18.inference.v1.LoadReportR\n" +
+	"loadReportB\n" +
 	"\n" +
-	"\bresponse\"\xe9\x01\n" +
+	"\bresponse\"\xd0\x02\n" +
+	"\n" +
+	"LoadReport\x127\n" +
+	"\x17application_utilization\x18\x01 \x01(\x01R\x16applicationUtilization\x12'\n" +
+	"\x0fcpu_utilization\x18\x02 \x01(\x01R\x0ecpuUtilization\x12'\n" +
+	"\x0fmem_utilization\x18\x03 \x01(\x01R\x0ememUtilization\x12%\n" +
+	"\x0erps_fractional\x18\x04 \x01(\x01R\rrpsFractional\x12O\n" +
+	"\rnamed_metrics\x18\x05 \x03(\v2*.inference.v1.LoadReport.NamedMetricsEntryR\fnamedMetrics\x1a?\n" +
+	"\x11NamedMetricsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xe9\x01\n" +
 	"\tTurnError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
@@ -2341,7 +2449,7 @@ func file_inference_v1_inference_service_proto_rawDescGZIP() []byte {
 }
 
 var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_inference_v1_inference_service_proto_goTypes = []any{
 	(FinishReason)(0),            // 0: inference.v1.FinishReason
 	(Truncation)(0),              // 1: inference.v1.Truncation
@@ -2363,17 +2471,19 @@ var file_inference_v1_inference_service_proto_goTypes = []any{
 	(*ChatCancel)(nil),           // 17: inference.v1.ChatCancel
 	(*ChatMessage)(nil),          // 18: inference.v1.ChatMessage
 	(*ChatResponse)(nil),         // 19: inference.v1.ChatResponse
-	(*TurnError)(nil),            // 20: inference.v1.TurnError
-	(*TokenizeRequest)(nil),      // 21: inference.v1.TokenizeRequest
-	(*TokenizeResponse)(nil),     // 22: inference.v1.TokenizeResponse
-	(*DetokenizeRequest)(nil),    // 23: inference.v1.DetokenizeRequest
-	(*DetokenizeResponse)(nil),   // 24: inference.v1.DetokenizeResponse
-	(*GetModelInfoRequest)(nil),  // 25: inference.v1.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil), // 26: inference.v1.GetModelInfoResponse
-	(*TensorTypeCount)(nil),      // 27: inference.v1.TensorTypeCount
-	(*KVCacheInfo)(nil),          // 28: inference.v1.KVCacheInfo
-	nil,                          // 29: inference.v1.TurnError.MetadataEntry
-	(*durationpb.Duration)(nil),  // 30: google.protobuf.Duration
+	(*LoadReport)(nil),           // 20: inference.v1.LoadReport
+	(*TurnError)(nil),            // 21: inference.v1.TurnError
+	(*TokenizeRequest)(nil),      // 22: inference.v1.TokenizeRequest
+	(*TokenizeResponse)(nil),     // 23: inference.v1.TokenizeResponse
+	(*DetokenizeRequest)(nil),    // 24: inference.v1.DetokenizeRequest
+	(*DetokenizeResponse)(nil),   // 25: inference.v1.DetokenizeResponse
+	(*GetModelInfoRequest)(nil),  // 26: inference.v1.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil), // 27: inference.v1.GetModelInfoResponse
+	(*TensorTypeCount)(nil),      // 28: inference.v1.TensorTypeCount
+	(*KVCacheInfo)(nil),          // 29: inference.v1.KVCacheInfo
+	nil,                          // 30: inference.v1.LoadReport.NamedMetricsEntry
+	nil,                          // 31: inference.v1.TurnError.MetadataEntry
+	(*durationpb.Duration)(nil),  // 32: google.protobuf.Duration
 }
 var file_inference_v1_inference_service_proto_depIdxs = []int32{
 	4,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
@@ -2387,9 +2497,9 @@ var file_inference_v1_inference_service_proto_depIdxs = []int32{
 	0,  // 8: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
 	13, // 9: inference.v1.Final.usage:type_name -> inference.v1.Usage
 	14, // 10: inference.v1.Final.timings:type_name -> inference.v1.Timings
-	30, // 11: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	30, // 12: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	30, // 13: inference.v1.Timings.total:type_name -> google.protobuf.Duration
+	32, // 11: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	32, // 12: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	32, // 13: inference.v1.Timings.total:type_name -> google.protobuf.Duration
 	16, // 14: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
 	17, // 15: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
 	18, // 16: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
@@ -2400,25 +2510,27 @@ var file_inference_v1_inference_service_proto_depIdxs = []int32{
 	2,  // 21: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
 	9,  // 22: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
 	12, // 23: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
-	20, // 24: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
-	29, // 25: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
-	27, // 26: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
-	28, // 27: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
-	3,  // 28: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
-	15, // 29: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
-	21, // 30: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
-	23, // 31: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
-	25, // 32: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
-	8,  // 33: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
-	19, // 34: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
-	22, // 35: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
-	24, // 36: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
-	26, // 37: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
-	33, // [33:38] is the sub-list for method output_type
-	28, // [28:33] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	21, // 24: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
+	20, // 25: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
+	30, // 26: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
+	31, // 27: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
+	28, // 28: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
+	29, // 29: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
+	3,  // 30: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
+	15, // 31: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
+	22, // 32: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
+	24, // 33: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
+	26, // 34: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
+	8,  // 35: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
+	19, // 36: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
+	23, // 37: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
+	25, // 38: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
+	27, // 39: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
+	35, // [35:40] is the sub-list for method output_type
+	30, // [30:35] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_inference_v1_inference_service_proto_init() }
@@ -2449,7 +2561,7 @@ func file_inference_v1_inference_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_v1_inference_service_proto_rawDesc), len(file_inference_v1_inference_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
