@@ -93,16 +93,9 @@ func startSecureServe(t *testing.T, cert, key, token string) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu", Log: slog.New(slog.DiscardHandler), TLS: certs.config()}, lis, nil, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu", Log: slog.New(slog.DiscardHandler), TLS: certs.config()}, lis, nil, ready)
+	})
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

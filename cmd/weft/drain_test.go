@@ -123,16 +123,9 @@ func drainRound(t *testing.T, m *runtime.Model, streams int, drainTimeout time.D
 	force := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), Force: force}, lis, nil, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), Force: force}, lis, nil, ready)
+	})
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

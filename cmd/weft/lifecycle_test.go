@@ -111,15 +111,9 @@ func TestServeDrainKeepsListenerAndHealth(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler)}, lis, nil, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler)}, lis, nil, ready)
+	})
 	conn := dialTCP(t, addr, nil)
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()

@@ -56,16 +56,9 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), HTTP: hlis}, lis, nil, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), HTTP: hlis}, lis, nil, ready)
+	})
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -227,16 +220,9 @@ func TestServeHTTPTLSAndAuth(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), TLS: certs.config(), HTTP: hlis}, lis, nil, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, serveDeps{Model: m, Backend: b, Log: slog.New(slog.DiscardHandler), TLS: certs.config(), HTTP: hlis}, lis, nil, ready)
+	})
 	pemBytes, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,23 @@ func startServe(t *testing.T, m *runtime.Model, kvType string) (inferencev1.Infe
 }
 
 // startServeDeps is startServe for a given backend (d.Log defaults to a
+
+// startWhenReady runs start (serve or loadAndServe with its ready channel)
+// in a goroutine, waits until it is ready and returns the channel its
+// result arrives on; it fails the test if start returns first.
+func startWhenReady(t *testing.T, start func(ready chan<- struct{}) error) <-chan error {
+	t.Helper()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- start(ready) }() // ends when start returns
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	return done
+}
+
 // discarding logger).
 func startServeDeps(t *testing.T, d serveDeps) (inferencev1.InferenceServiceClient, string, string) {
 	t.Helper()
@@ -60,16 +77,9 @@ func startServeDeps(t *testing.T, d serveDeps) (inferencev1.InferenceServiceClie
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, c, d, lis, mlis, ready)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	done := startWhenReady(t, func(ready chan<- struct{}) error {
+		return serve(ctx, c, d, lis, mlis, ready)
+	})
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
