@@ -66,6 +66,10 @@ type devLayer struct {
 
 var _ batch.Backend = (*Backend)(nil)
 
+// Compiled reports whether this build has the CUDA backend (the C shim
+// needs cgo); the GPU itself is found at run time by Open.
+const Compiled = true
+
 // NewBackend uploads m to dev and allocates the KV pool and workspace. With
 // kv.NumBlocks 0 the pool takes what gpumem.BlocksForGPU allows (see Plan).
 func NewBackend(dev *Device, m *llama.Model, kv KVConfig) (*Backend, error) {

@@ -15,6 +15,10 @@ import (
 // there is no shim to load the driver with, so Open reports ErrNoDriver and
 // the binary runs the CPU backend.
 
+// Compiled reports whether this build has the CUDA backend (the C shim
+// needs cgo); the GPU itself is found at run time by Open.
+const Compiled = false
+
 // Device is an opened GPU; without cgo none can be opened.
 type Device struct{}
 

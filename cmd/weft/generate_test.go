@@ -154,12 +154,10 @@ func TestGenerateBackend(t *testing.T) {
 		wantErr string
 	}{
 		{name: "cpu", hook: fakeGPU, backend: "cpu", want: "; --backend cpu"},
-		{name: "auto without CUDA in the binary", backend: "auto", want: "; --backend auto: no CUDA support in this binary"},
 		{name: "auto without a GPU", hook: noGPU, backend: "auto", want: "; --backend auto: CUDA unavailable: no GPU found"},
 		{name: "auto with a GPU", hook: fakeGPU, backend: "auto", want: "fake-cuda; --backend auto"},
 		{name: "cuda with a GPU", hook: fakeGPU, backend: "cuda", want: "fake-cuda; --backend cuda"},
 		{name: "cuda without a GPU", hook: noGPU, backend: "cuda", wantErr: "--backend cuda: no GPU found"},
-		{name: "cuda without CUDA in the binary", backend: "cuda", wantErr: errNoCUDA.Error()},
 		{name: "bad choice", backend: "tpu", wantErr: "--backend must be auto, cpu or cuda"},
 	}
 	for _, tc := range tests {

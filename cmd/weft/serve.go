@@ -165,12 +165,10 @@ type cudaOptions struct {
 	MaxBatchTokens int     // --max-batch-tokens (0: backend default)
 }
 
-// newCUDABackend is the CUDA hook: serve_cuda.go sets it to build a backend
-// for m. Nil means this binary has no CUDA support.
+// newCUDABackend builds the CUDA backend for m. serve_cuda.go sets it in
+// every build (without cgo it fails with cuda.ErrNoDriver, and auto falls
+// back to the CPU with that reason); tests replace it with fakes.
 var newCUDABackend func(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.Backend, error)
-
-// errNoCUDA is returned for --backend cuda when CUDA is unavailable.
-var errNoCUDA = errors.New("--backend cuda: this weft binary has no CUDA support (built without cgo/CUDA) or no GPU was found")
 
 // healthReporter is implemented by backends that can break for good (the
 // CUDA backend after a sticky error). Backends without it are always healthy.
@@ -202,23 +200,16 @@ func weightsBytes(m *runtime.Model) uint64 {
 // GetModelInfo).
 func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
 	if c.Backend == "cuda" || c.Backend == "auto" {
-		if newCUDABackend != nil {
-			b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
-				MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}, log)
-			if err == nil {
-				return b, "--backend " + c.Backend, nil
-			}
-			if c.Backend == "cuda" {
-				return nil, "", fmt.Errorf("--backend cuda: %w", err)
-			}
-			why = "CUDA unavailable: " + err.Error()
-			log.Info("CUDA unavailable; using the CPU backend", "reason", err)
-		} else if c.Backend == "cuda" {
-			return nil, "", errNoCUDA
-		} else {
-			why = "no CUDA support in this binary"
-			log.Info("no CUDA support in this binary; using the CPU backend")
+		b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
+			MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}, log)
+		if err == nil {
+			return b, "--backend " + c.Backend, nil
 		}
+		if c.Backend == "cuda" {
+			return nil, "", fmt.Errorf("--backend cuda: %w", err)
+		}
+		why = "CUDA unavailable: " + err.Error()
+		log.Info("CUDA unavailable; using the CPU backend", "reason", err)
 	} else {
 		why = "--backend " + c.Backend
 	}
