@@ -12,7 +12,8 @@ import (
 // pickBackend builds the backend that --backend choice (auto, cpu, cuda)
 // selects for the in-process commands (generate, bench --engine), and says
 // why it is the one: cpu and cuda as asked (cuda fails without CUDA);
-// auto takes CUDA when it opens, else the CPU with what CUDA answered. co configures the CUDA backend, cc the CPU one.
+// auto takes CUDA when it opens, else the CPU with what CUDA answered.
+// co configures the CUDA backend, cc the CPU one.
 func pickBackend(m *runtime.Model, choice string, co cudaOptions, cc cpu.Config) (batch.Backend, string, error) {
 	why := "--backend " + choice
 	if choice != "cpu" {

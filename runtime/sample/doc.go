@@ -4,8 +4,9 @@
 // request's Params (checked first with Params.Validate, whose errors wrap
 // ErrInvalidParams and map to InvalidArgument) and the prompt tokens, and
 // hands it to runtime.Engine.Step beside the sequence's batch.SeqStep; the
-// engine calls Sample once per generated token (backends never see it). Sample records the token it returns; Accept is only for tokens that
-// did not come from Sample (forced tokens, or replaying the generated tokens
+// engine calls Sample once per generated token (backends never see it).
+// Sample records the token it returns; Accept is only for tokens that did
+// not come from Sample (forced tokens, or replaying the generated tokens
 // into a Sampler rebuilt for a resumed sequence).
 //
 // # Pipeline
