@@ -44,6 +44,8 @@ type SeqStep struct {
 type Backend interface {
 	// Forward runs one step. logits has len(seqs) entries; a non-nil entry
 	// (len VocabSize) receives the last token's logits of that sequence.
+	// The slots decide what is computed: runtime.Engine gives one exactly to
+	// the sequences with Logits set.
 	Forward(ctx context.Context, seqs []SeqStep, logits [][]float32) error
 	// KV describes the block pool this backend allocated.
 	KV() KVInfo
