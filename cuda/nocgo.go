@@ -8,11 +8,16 @@ import (
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // This file keeps the package's API when weft is built with CGO_ENABLED=0:
 // there is no shim to load the driver with, so Open reports ErrNoDriver and
 // the binary runs the CPU backend.
+
+// Compiled reports whether this build has the CUDA backend (the C shim
+// needs cgo); the GPU itself is found at run time by Open.
+const Compiled = false
 
 // Device is an opened GPU; without cgo none can be opened.
 type Device struct{}
@@ -77,7 +82,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 }
 
 // ForwardGreedy fails with ErrNoDriver.
-func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]batch.Sampled, error) {
+func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result, error) {
 	return nil, ErrNoDriver
 }
 

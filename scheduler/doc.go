@@ -39,8 +39,9 @@
 // Each sequence keeps its whole token history (prompt, then generated) and
 // the number of those tokens whose K/V are computed. A step feeds each chosen
 // sequence the next slice of its history; the slice that reaches the end of
-// the history carries the sequence's Sampler, so the model samples the next
-// token. Decoding is the case of a one-token slice. The batch is built under
+// the history asks for logits (SeqStep.Logits) and goes to the model with
+// the sequence's Sampler, so the model samples the next token. Decoding is
+// the case of a one-token slice. The batch is built under
 // Config.MaxBatchTokens and Config.MaxSeqs, in this order:
 //
 //  1. one decode token for every running sequence that is decoding;
@@ -156,7 +157,7 @@
 //     prompt paddings (of any member of the current group).
 //
 // A failed step fails the sequences in it (only the ones a
-// runtime.StepErrors lists, when the model returns one), never the
+// batch.StepErrors lists, when the model returns one), never the
 // scheduler. When Run returns, every stream in flight ends with FinishError and
 // ErrClosed, and every block is back. Every stream ends exactly once: its
 // last Event carries Final, after which Recv returns io.EOF.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/weft-inference/weft/cuda"
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
@@ -33,7 +34,7 @@ type versionFacts struct {
 }
 
 func versionEnv() versionFacts {
-	return versionFacts{Compiled: quant.CompiledISAs(), Detected: quant.ISA(), CUDA: newCUDABackend != nil}
+	return versionFacts{Compiled: quant.CompiledISAs(), Detected: quant.ISA(), CUDA: cuda.Compiled}
 }
 
 // writeVersion prints the module version, the VCS revision, time and
