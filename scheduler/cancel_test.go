@@ -42,6 +42,9 @@ func TestCancelEveryPhase(t *testing.T) {
 				if tc.waiting {
 					cfg.MaxSeqs = 1
 				}
+				// Sequence ids count submissions from 1: the blocker is 1, the
+				// target 2.
+				const targetID = 2
 				var mu sync.Mutex
 				var target *Stream
 				var in int
@@ -53,7 +56,7 @@ func TestCancelEveryPhase(t *testing.T) {
 							return
 						}
 						for _, s := range seqs {
-							if s.Seq == target.id {
+							if s.Seq == targetID {
 								in++
 								if tc.when(step, in, s.Sampler != nil) {
 									target.Cancel()
@@ -88,11 +91,11 @@ func TestCancelEveryPhase(t *testing.T) {
 				synctest.Wait()
 				// The cancelled request leaves the batch at the next step.
 				mu.Lock()
-				if got := len(h.m.stepsOf(st.id)); tc.when != nil && got != in {
+				if got := len(h.m.stepsOf(targetID)); tc.when != nil && got != in {
 					t.Errorf("request ran in %d steps, cancelled during step %d of them", got, in)
 				}
 				mu.Unlock()
-				if tc.waiting && len(h.m.stepsOf(st.id)) != 0 {
+				if tc.waiting && len(h.m.stepsOf(targetID)) != 0 {
 					t.Errorf("waiting request ran")
 				}
 				<-blocker

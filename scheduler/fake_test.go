@@ -176,6 +176,7 @@ type harness struct {
 	run     func()
 	started bool
 	stopped bool
+	ids     map[*Stream]uint64 // sequence ids of the streams h.submit made
 }
 
 func testConfig() Config {
@@ -263,8 +264,16 @@ func (h *harness) submit(r Request) *Stream {
 	if err != nil {
 		h.t.Fatalf("Submit: %v", err)
 	}
+	if h.ids == nil {
+		h.ids = map[*Stream]uint64{}
+	}
+	// Ids count submissions from 1; the tests submit from one goroutine.
+	h.ids[st] = h.s.nextID.Load()
 	return st
 }
+
+// id is the sequence id (SeqStep.Seq) of a stream h.submit made.
+func (h *harness) id(st *Stream) uint64 { return h.ids[st] }
 
 // result is everything one stream delivered.
 type result struct {

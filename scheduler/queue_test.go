@@ -30,7 +30,7 @@ func TestQueueOrder(t *testing.T) {
 		first := map[int]int{}
 		for i, st := range streams {
 			h.collect(st)
-			first[i] = h.m.stepsOf(st.id)[0]
+			first[i] = h.m.stepsOf(h.id(st))[0]
 		}
 		// Expected order: indexes 1, 3 (priority 2), 2, 5 (priority 1), 0, 4.
 		order := []int{1, 3, 2, 5, 0, 4}
@@ -254,7 +254,7 @@ func TestStaticGroups(t *testing.T) {
 			t.Errorf("short member delivered at %v, group ended at %v", ra.doneAt, rb.doneAt)
 		}
 		rc := h.collect(c)
-		cs := h.m.stepsOf(c.id)
+		cs := h.m.stepsOf(h.id(c))
 		if got, want := cs[0], 21; got != want {
 			t.Errorf("late arrival first ran at step %d, want %d (after the 20-step group)", got, want)
 		}
@@ -288,7 +288,7 @@ func TestStepErrorOneSequence(t *testing.T) {
 		a := h.submit(Request{Prompt: prompt(0, 4), MaxTokens: 10, IgnoreEOS: true})
 		b := h.submit(Request{Prompt: prompt(1, 4), MaxTokens: 10, IgnoreEOS: true})
 		mu.Lock()
-		victim = b.id
+		victim = h.id(b)
 		mu.Unlock()
 		h.run()
 		ra, rb := h.collect(a), h.collect(b)

@@ -74,7 +74,7 @@ func TestArrivalJoinsNextStep(t *testing.T) {
 		<-ra
 		<-rb
 		<-rc
-		as, cs := h.m.stepsOf(a.id), h.m.stepsOf(c.id)
+		as, cs := h.m.stepsOf(h.id(a)), h.m.stepsOf(h.id(c))
 		if len(as) == 0 || len(cs) == 0 {
 			t.Fatalf("steps: a %v c %v", as, cs)
 		}
@@ -111,7 +111,7 @@ func TestChunkedPrefillKeepsDecoding(t *testing.T) {
 		if diff := cmp.Diff(reference(prompt(9, 4000), 4, nil), r.tokens); diff != "" {
 			t.Errorf("long request tokens (-want +got):\n%s", diff)
 		}
-		ls := h.m.stepsOf(long.id)
+		ls := h.m.stepsOf(h.id(long))
 		h.m.mu.Lock()
 		prefillSteps := 0
 		for _, k := range ls {
@@ -119,7 +119,7 @@ func TestChunkedPrefillKeepsDecoding(t *testing.T) {
 			tot := 0
 			for j, id := range rec.seqs {
 				tot += rec.n[j]
-				if id == long.id && !rec.sampled[j] {
+				if id == h.id(long) && !rec.sampled[j] {
 					prefillSteps++
 				}
 			}
@@ -129,12 +129,12 @@ func TestChunkedPrefillKeepsDecoding(t *testing.T) {
 			for _, st := range short {
 				j := -1
 				for x, id := range rec.seqs {
-					if id == st.id {
+					if id == h.id(st) {
 						j = x
 					}
 				}
 				if j < 0 || rec.n[j] != 1 || !rec.sampled[j] {
-					t.Errorf("step %d: running stream %d did not decode one token", k, st.id)
+					t.Errorf("step %d: running stream %d did not decode one token", k, h.id(st))
 				}
 			}
 		}

@@ -99,7 +99,7 @@ func TestStaticPaddingKeepsShape(t *testing.T) {
 			var chans []<-chan result
 			for _, r := range reqs {
 				s := h.submit(r)
-				ids = append(ids, s.id)
+				ids = append(ids, h.id(s))
 				chans = append(chans, h.collectAsync(s))
 			}
 			h.run()
