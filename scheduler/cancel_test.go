@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // Cancellation in every phase frees every block, and the stream ends once
@@ -48,8 +49,8 @@ func TestCancelEveryPhase(t *testing.T) {
 				var mu sync.Mutex
 				var target *Stream
 				var in int
-				h := startHarness(t, cfg, func(m *fakeModel) {
-					m.onStep = func(step int, seqs []runtime.SeqStep) {
+				h := startHarness(t, cfg, func(m *schedtest.Model) {
+					m.OnStep = func(step int, seqs []runtime.SeqStep) {
 						mu.Lock()
 						defer mu.Unlock()
 						if target == nil || tc.when == nil {
@@ -91,11 +92,11 @@ func TestCancelEveryPhase(t *testing.T) {
 				synctest.Wait()
 				// The cancelled request leaves the batch at the next step.
 				mu.Lock()
-				if got := len(h.m.stepsOf(targetID)); tc.when != nil && got != in {
+				if got := len(h.m.StepsOf(targetID)); tc.when != nil && got != in {
 					t.Errorf("request ran in %d steps, cancelled during step %d of them", got, in)
 				}
 				mu.Unlock()
-				if tc.waiting && len(h.m.stepsOf(targetID)) != 0 {
+				if tc.waiting && len(h.m.StepsOf(targetID)) != 0 {
 					t.Errorf("waiting request ran")
 				}
 				<-blocker
