@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
@@ -50,7 +50,7 @@ func TestCancelEveryPhase(t *testing.T) {
 				var target *Stream
 				var in int
 				h := startHarness(t, cfg, func(m *schedtest.Model) {
-					m.OnStep = func(step int, seqs []runtime.SeqStep) {
+					m.OnStep = func(step int, seqs []batch.SeqStep) {
 						mu.Lock()
 						defer mu.Unlock()
 						if target == nil || tc.when == nil {
@@ -59,7 +59,7 @@ func TestCancelEveryPhase(t *testing.T) {
 						for _, s := range seqs {
 							if s.Seq == targetID {
 								in++
-								if tc.when(step, in, s.Sampler != nil) {
+								if tc.when(step, in, s.Logits) {
 									target.Cancel()
 								}
 							}

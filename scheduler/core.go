@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // core is the synchronous scheduler: admit, plan, apply. Plain methods, no
@@ -27,12 +28,13 @@ type core struct {
 	running []*seq // sorted by runLess: priority desc, then first admission
 	live    int    // received and not done: len(waiting) + len(running)
 
-	entries []entry           // the planned step, one per real row of batch
-	batch   []runtime.SeqStep // entries' rows, then the policy's padding rows
-	budget  int
-	planNo  uint64
-	rankSeq uint64
-	hits    []int32 // scratch for prefix lookups
+	entries  []entry           // the planned step, one per real row of batch
+	batch    []batch.SeqStep   // entries' rows, then the policy's padding rows
+	samplers []*sample.Sampler // samplers[k] goes with batch[k] (nil when !batch[k].Logits)
+	budget   int
+	planNo   uint64
+	rankSeq  uint64
+	hits     []int32 // scratch for prefix lookups
 
 	// queued counts requests submitted but never admitted (Submit's bound);
 	// shared with Submit, which increments it.
@@ -49,9 +51,10 @@ type policy interface {
 	// plan fills c.entries for the next step, under c.budget and
 	// Config.MaxSeqs, admitting and preempting as the mode allows.
 	plan(c *core, now time.Time)
-	// pad appends the step's padding rows after the planned ones: rows a
-	// fixed-shape batch computes whose output is discarded.
-	pad(rows []runtime.SeqStep) []runtime.SeqStep
+	// pad appends the step's padding rows and their samplers after the
+	// planned ones: rows a fixed-shape batch computes whose output is
+	// discarded.
+	pad(rows []batch.SeqStep, samplers []*sample.Sampler) ([]batch.SeqStep, []*sample.Sampler)
 	// padded accounts for the padding rows of a step that ran.
 	padded(c *core)
 	// ending is told that sq, running, ends with reason before its blocks
@@ -168,10 +171,11 @@ func (c *core) releaseBlocks(sq *seq) {
 	sq.registered = 0
 }
 
-// plan builds the next step's batch: the policy's entries, each feeding its
-// sequence the next slice of its history, then the policy's padding rows.
-// An empty batch means there is nothing to do until an event arrives.
-func (c *core) plan(now time.Time) []runtime.SeqStep {
+// plan builds the next step's batch and the sampler of each row that asks
+// for logits: the policy's entries, each feeding its sequence the next
+// slice of its history, then the policy's padding rows. An empty batch
+// means there is nothing to do until an event arrives.
+func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	c.planNo++
 	c.entries = c.entries[:0]
 	c.budget = c.cfg.MaxBatchTokens
@@ -179,31 +183,33 @@ func (c *core) plan(now time.Time) []runtime.SeqStep {
 	// Drop the entries of sequences preempted after they were planned, so
 	// entries[k] is the sequence of batch[k].
 	c.entries = slices.DeleteFunc(c.entries, func(e entry) bool { return e.dropped })
-	c.batch = c.batch[:0]
+	c.batch, c.samplers = c.batch[:0], c.samplers[:0]
 	for _, e := range c.entries {
-		st := runtime.SeqStep{
+		c.batch = append(c.batch, batch.SeqStep{
 			Seq:    e.sq.id,
 			Tokens: e.sq.tokens[e.sq.computed : e.sq.computed+e.n],
 			Pos:    e.sq.computed,
 			Blocks: e.sq.blocks,
-		}
+			Logits: e.sample,
+		})
+		var smp *sample.Sampler
 		if e.sample {
-			st.Sampler = e.sq.sampler
+			smp = e.sq.sampler
 		}
-		c.batch = append(c.batch, st)
+		c.samplers = append(c.samplers, smp)
 	}
-	c.batch = c.policy.pad(c.batch)
-	return c.batch
+	c.batch, c.samplers = c.policy.pad(c.batch, c.samplers)
+	return c.batch, c.samplers
 }
 
 // apply takes the step's results: it advances every planned sequence,
 // registers newly full blocks in the prefix cache, and handles the sampled
 // tokens, finishing sequences (and freeing their blocks) as they end.
 // Results past the planned entries belong to padding rows and are dropped.
-func (c *core) apply(results []runtime.Sampled, err error, now time.Time) {
-	// A runtime.StepErrors fails only the sequences it lists; any other
+func (c *core) apply(results []sample.Result, err error, now time.Time) {
+	// A batch.StepErrors fails only the sequences it lists; any other
 	// error fails the whole batch (but not the scheduler).
-	var seqErrs runtime.StepErrors
+	var seqErrs batch.StepErrors
 	if err != nil && errors.As(err, &seqErrs) && len(results) >= len(c.batch) {
 		err = nil
 	} else {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
@@ -59,7 +59,7 @@ func newHarness(t *testing.T, cfg Config, tweak func(*schedtest.Model)) *harness
 	// The step clock runs after the test's own hook, so what the hook
 	// starts (a cancellation) reaches the loop before the step ends.
 	onStep := m.OnStep
-	m.OnStep = func(step int, seqs []runtime.SeqStep) {
+	m.OnStep = func(step int, seqs []batch.SeqStep) {
 		if onStep != nil {
 			onStep(step, seqs)
 		}

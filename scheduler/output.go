@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // Output and stop conditions: what one sampled token does to its stream.
@@ -16,7 +16,7 @@ import (
 // flushed, and the flushed text is searched for stop strings too.
 
 // onToken appends a sampled token to sq and applies the stop conditions.
-func (c *core) onToken(sq *seq, res runtime.Sampled, now time.Time) {
+func (c *core) onToken(sq *seq, res sample.Result, now time.Time) {
 	tok := res.Token
 	sq.tokens = append(sq.tokens, tok)
 	sq.generated++

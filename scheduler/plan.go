@@ -4,7 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // entry is one sequence's share of the planned step.
@@ -58,7 +59,10 @@ func (continuous) plan(c *core, now time.Time) {
 	}
 }
 
-func (continuous) pad(rows []runtime.SeqStep) []runtime.SeqStep { return rows }
+func (continuous) pad(rows []batch.SeqStep, smps []*sample.Sampler) ([]batch.SeqStep, []*sample.Sampler) {
+	return rows, smps
+}
+
 func (continuous) padded(*core)                                 {}
 func (continuous) ending(*core, *seq, FinishReason) (hold bool) { return false }
 func (continuous) settle(*core)                                 {}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
@@ -240,7 +240,7 @@ func TestStaticGroups(t *testing.T) {
 		var mu sync.Mutex
 		var sizes []int
 		h := newHarness(t, cfg, func(m *schedtest.Model) {
-			m.OnStep = func(step int, seqs []runtime.SeqStep) {
+			m.OnStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				sizes = append(sizes, len(seqs))
 				mu.Unlock()
@@ -277,7 +277,7 @@ func TestStaticGroups(t *testing.T) {
 	})
 }
 
-// A sampling failure of one sequence (runtime.StepErrors) fails only it.
+// A sampling failure of one sequence (batch.StepErrors) fails only it.
 func TestStepErrorOneSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bad := errors.New("non-finite")
@@ -311,15 +311,15 @@ type failOne struct {
 	err    error
 }
 
-func (f *failOne) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
-	res, err := f.Model.Step(ctx, seqs)
+func (f *failOne) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
+	res, err := f.Model.Step(ctx, seqs, samplers)
 	if err != nil {
 		return res, err
 	}
-	var errs runtime.StepErrors
+	var errs batch.StepErrors
 	for i, s := range seqs {
-		if s.Seq == f.victim() && s.Sampler != nil {
-			errs = append(errs, runtime.SeqError{Index: i, Seq: s.Seq, Err: f.err})
+		if s.Seq == f.victim() && s.Logits {
+			errs = append(errs, batch.SeqError{Index: i, Seq: s.Seq, Err: f.err})
 		}
 	}
 	if errs != nil {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -159,26 +159,28 @@ func (s *static) admitGroup(c *core, now time.Time) {
 	s.startPromptPads()
 }
 
-func (s *static) pad(rows []runtime.SeqStep) []runtime.SeqStep {
+func (s *static) pad(rows []batch.SeqStep, smps []*sample.Sampler) ([]batch.SeqStep, []*sample.Sampler) {
 	for _, ps := range s.stepPP {
 		pp := ps.pp
-		rows = append(rows, runtime.SeqStep{
+		rows = append(rows, batch.SeqStep{
 			Seq:    pp.sq.id,
 			Tokens: pp.toks[pp.done : pp.done+ps.n],
 			Pos:    pp.done,
 			Blocks: pp.blocks,
 		})
+		smps = append(smps, nil)
 	}
 	for _, p := range s.stepPads {
-		rows = append(rows, runtime.SeqStep{
-			Seq:     p.sq.id,
-			Tokens:  []int32{p.tok},
-			Pos:     p.pos,
-			Blocks:  p.blocks,
-			Sampler: p.sampler,
+		rows = append(rows, batch.SeqStep{
+			Seq:    p.sq.id,
+			Tokens: []int32{p.tok},
+			Pos:    p.pos,
+			Blocks: p.blocks,
+			Logits: true,
 		})
+		smps = append(smps, p.sampler)
 	}
-	return rows
+	return rows, smps
 }
 
 // padded counts the step's padding as model work (LastBatchTokens) and as

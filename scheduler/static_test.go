@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
@@ -25,10 +25,10 @@ type rowRec struct {
 func recordRows(mu *sync.Mutex, steps *[][]rowRec) func(*schedtest.Model) {
 	return func(m *schedtest.Model) {
 		prev := m.OnStep
-		m.OnStep = func(step int, seqs []runtime.SeqStep) {
+		m.OnStep = func(step int, seqs []batch.SeqStep) {
 			rows := make([]rowRec, len(seqs))
 			for i, s := range seqs {
-				rows[i] = rowRec{s.Seq, s.Pos, len(s.Tokens), slices.Clone(s.Blocks), s.Sampler != nil}
+				rows[i] = rowRec{s.Seq, s.Pos, len(s.Tokens), slices.Clone(s.Blocks), s.Logits}
 			}
 			mu.Lock()
 			*steps = append(*steps, rows)
@@ -266,7 +266,7 @@ func TestStaticCancelKeepsRow(t *testing.T) {
 		used := map[int]int{}
 		var s *Scheduler
 		h := newHarness(t, cfg, func(m *schedtest.Model) {
-			m.OnStep = func(step int, seqs []runtime.SeqStep) {
+			m.OnStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				used[step] = s.Stats().KVBlocksUsed // after step-1
 				mu.Unlock()

@@ -208,8 +208,8 @@ func runTrace(t *testing.T, scenario string) string {
 			before[sq] = sq.state
 		}
 		preempts := c.stats.Preemptions
-		batch := c.plan(now)
-		if len(batch) == 0 {
+		rows, samplers := c.plan(now)
+		if len(rows) == 0 {
 			pending := false
 			for _, s := range subs {
 				pending = pending || s.at > step
@@ -234,9 +234,9 @@ func runTrace(t *testing.T, scenario string) string {
 		if got := c.stats.Preemptions - preempts; int(got) != strings.Count(strings.Join(ev, "\n"), "preempt") {
 			t.Fatalf("step %d: %d preemptions, %d seen", step, got, strings.Count(strings.Join(ev, "\n"), "preempt"))
 		}
-		for k, st := range batch {
+		for k, st := range rows {
 			switch {
-			case k >= len(c.entries) && st.Sampler != nil:
+			case k >= len(c.entries) && st.Logits:
 				ev = append(ev, fmt.Sprintf("%d pad decode %d", st.Seq, st.Pos))
 			case k >= len(c.entries):
 				ev = append(ev, fmt.Sprintf("%d pad prompt %d+%d", st.Seq, st.Pos, len(st.Tokens)))
@@ -255,7 +255,7 @@ func runTrace(t *testing.T, scenario string) string {
 			before[sq] = sq.state
 			held[sq] = sq.final != nil
 		}
-		res, err := m.Step(t.Context(), batch)
+		res, err := m.Step(t.Context(), rows, samplers)
 		c.apply(res, err, now)
 		if err := c.check(); err != nil {
 			t.Fatalf("after step %d: %v", step, err)

@@ -81,10 +81,12 @@ func Reference(prompt []int32, n int, next func([]int32) int32) []int32 {
 }
 
 // Step writes every row's tokens to the cache at their positions through
-// the row's block table and, for rows with a sampler, returns Next of the
-// history read back. A malformed row (no tokens, a block table too short)
-// is recorded as the model's error (see Err) and gets no token.
-func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result, error) {
+// the row's block table and, for rows that ask for logits, returns Next of
+// the history read back (the samplers are not used: the fake is greedy on
+// its own function). A malformed row (no tokens, a block table too short,
+// a sampler present exactly when Logits is not) is recorded as the model's
+// error (see Err) and gets no token.
+func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
 	if m.Gate != nil {
 		select {
 		case <-m.Gate:
@@ -99,7 +101,10 @@ func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result
 		rec.Seqs = append(rec.Seqs, s.Seq)
 		rec.N = append(rec.N, len(s.Tokens))
 		rec.Pos = append(rec.Pos, s.Pos)
-		rec.Sampled = append(rec.Sampled, s.Sampler != nil)
+		rec.Sampled = append(rec.Sampled, s.Logits)
+	}
+	if len(samplers) != len(seqs) {
+		m.setErr(fmt.Errorf("step %d: %d samplers for %d rows", step, len(samplers), len(seqs)))
 	}
 	m.steps = append(m.steps, rec)
 	m.mu.Unlock()
@@ -125,11 +130,15 @@ func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result
 			m.setErr(fmt.Errorf("step %d seq %d: %d tokens at %d, %d blocks", step, s.Seq, len(s.Tokens), s.Pos, len(s.Blocks)))
 			continue
 		}
+		if i < len(samplers) && (samplers[i] != nil) != s.Logits {
+			m.setErr(fmt.Errorf("step %d seq %d: Logits %v with sampler %v", step, s.Seq, s.Logits, samplers[i] != nil))
+			continue
+		}
 		for j, t := range s.Tokens {
 			p := s.Pos + j
 			m.kv[s.Blocks[p/m.bs]][p%m.bs] = t
 		}
-		if s.Sampler == nil {
+		if !s.Logits {
 			continue
 		}
 		hist = hist[:0]
