@@ -60,8 +60,8 @@
 // Each sequence keeps its whole token history (prompt, then generated) and
 // the number of those tokens whose K/V are computed. A step feeds each chosen
 // sequence the next slice of its history; the slice that reaches the end of
-// the history carries the sequence's Sampler, so the model samples the next
-// token. Decoding is the case of a one-token slice. The batch is built under
+// the history asks for logits (SeqStep.Logits) and goes with the sequence's
+// Sampler, so the model samples the next token. Decoding is the case of a one-token slice. The batch is built under
 // Config.MaxBatchTokens and Config.MaxSeqs, in this order:
 //
 //  1. one decode token for every running sequence that is decoding;
