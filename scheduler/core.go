@@ -163,8 +163,12 @@ func (c *core) nextWake(now time.Time, retry time.Duration) (d time.Duration, ok
 // blocksFor is the number of blocks that hold n positions.
 func (c *core) blocksFor(n int) int { return (n + c.cfg.BlockSize - 1) / c.cfg.BlockSize }
 
+// releaseBlocks gives sq's blocks back, last block first: the LRU list
+// evicts from its front, and a cached prefix is only found from its first
+// block on, so the tail must go before the head or one eviction would
+// strand the rest of the prefix.
 func (c *core) releaseBlocks(sq *seq) {
-	for _, b := range sq.blocks {
+	for _, b := range slices.Backward(sq.blocks) {
 		c.pool.release(b)
 	}
 	sq.blocks = sq.blocks[:0]

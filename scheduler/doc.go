@@ -97,8 +97,10 @@
 // list when free, until the allocator needs it. Admission reuses the longest
 // cached prefix (Final.CachedTokens) but never the block holding the last
 // token of the history: the last prompt token is always computed, since its
-// logits give the first sampled token. Preempted sequences often find their
-// own blocks still cached when they resume.
+// logits give the first sampled token. A sequence gives its blocks back last
+// first, so the LRU list evicts the tail of a prefix before its head (a
+// prefix is only found from its first block on); preempted sequences often
+// find their own blocks still cached when they resume.
 //
 // # Stop conditions and text
 //
