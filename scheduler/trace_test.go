@@ -20,8 +20,9 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/ 
 // The golden traces pin the core's behaviour step by step, as etcd raft's
 // interaction files do. A trace file is a scenario, a line "----", then the
 // trace the core produced for it; TestTraces replays every scenario against
-// the synchronous core and the fake model and compares. Run with -update
-// to rewrite the traces after an intended change, and read the diff.
+// the synchronous core and the fake model and compares. After an intended
+// change, rewrite them with `go test ./scheduler -run TestTraces -update`
+// and read the diff.
 //
 // Scenario lines ('#' starts a comment):
 //
