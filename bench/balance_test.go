@@ -14,9 +14,9 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/bench"
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 	"github.com/weft-inference/weft/server"
 )
 
@@ -55,27 +55,13 @@ func (byteTokenizer) Decode(ids []int32) string {
 
 func (byteTokenizer) VocabSize() int { return 3 + 256 }
 
-type byteDecoder struct{}
-
-func (byteDecoder) Add(id int32) string { return byteTokenizer{}.Decode([]int32{id}) }
-func (byteDecoder) Flush() string       { return "" }
-
-// stepModel takes stepTime per step whatever the batch, and samples 'a'.
-type stepModel struct{ stepTime time.Duration }
-
-func (m stepModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
-	t := time.NewTimer(m.stepTime)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-	}
-	res := make([]sample.Result, len(seqs))
-	for i := range res {
-		res[i].Token = 3 + 'a'
-	}
-	return res, nil
+// stepModel is the paged fake paced to take stepTime per step whatever the
+// batch (real time: the balancers see real load), sampling 'a' always.
+func stepModel(blockSize, numBlocks int, stepTime time.Duration) *schedtest.Model {
+	m := schedtest.NewModel(blockSize, numBlocks)
+	m.Next = func([]int32) int32 { return schedtest.ByteOffset + 'a' }
+	m.OnStep = func(int, []batch.SeqStep) { time.Sleep(stepTime) }
+	return m
 }
 
 // replica serves a scheduler on stepModel behind a weft server on a
@@ -84,10 +70,10 @@ func replica(t *testing.T, maxSeqs int, stepTime time.Duration) string {
 	t.Helper()
 	sched, err := scheduler.New(scheduler.Config{
 		BlockSize: 16, NumBlocks: 1024, MaxSeqs: maxSeqs, ContextLen: 512,
-		NewDecoder: func() scheduler.TextDecoder { return byteDecoder{} },
+		NewDecoder: func() scheduler.TextDecoder { return schedtest.Bytes{} },
 		IsEOG:      func(id int32) bool { return id == 2 },
 		VocabSize:  3 + 256,
-	}, stepModel{stepTime})
+	}, stepModel(16, 1024, stepTime))
 	if err != nil {
 		t.Fatal(err)
 	}

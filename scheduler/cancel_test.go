@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // Cancellation in every phase frees every block, and the stream ends once
@@ -42,18 +43,21 @@ func TestCancelEveryPhase(t *testing.T) {
 				if tc.waiting {
 					cfg.MaxSeqs = 1
 				}
+				// Sequence ids count submissions from 1: the blocker is 1, the
+				// target 2.
+				const targetID = 2
 				var mu sync.Mutex
 				var target *Stream
 				var in int
-				h := startHarness(t, cfg, func(m *fakeModel) {
-					m.onStep = func(step int, seqs []batch.SeqStep) {
+				h := startHarness(t, cfg, func(m *schedtest.Model) {
+					m.OnStep = func(step int, seqs []batch.SeqStep) {
 						mu.Lock()
 						defer mu.Unlock()
 						if target == nil || tc.when == nil {
 							return
 						}
 						for _, s := range seqs {
-							if s.Seq == target.id {
+							if s.Seq == targetID {
 								in++
 								if tc.when(step, in, s.Logits) {
 									target.Cancel()
@@ -88,11 +92,11 @@ func TestCancelEveryPhase(t *testing.T) {
 				synctest.Wait()
 				// The cancelled request leaves the batch at the next step.
 				mu.Lock()
-				if got := len(h.m.stepsOf(st.id)); tc.when != nil && got != in {
+				if got := len(h.m.StepsOf(targetID)); tc.when != nil && got != in {
 					t.Errorf("request ran in %d steps, cancelled during step %d of them", got, in)
 				}
 				mu.Unlock()
-				if tc.waiting && len(h.m.stepsOf(st.id)) != 0 {
+				if tc.waiting && len(h.m.StepsOf(targetID)) != 0 {
 					t.Errorf("waiting request ran")
 				}
 				<-blocker

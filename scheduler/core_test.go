@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // coreRig drives the synchronous core by hand: plan, the fake model, apply,
@@ -14,7 +16,7 @@ import (
 type coreRig struct {
 	t   *testing.T
 	c   *core
-	m   *fakeModel
+	m   *schedtest.Model
 	now time.Time
 }
 
@@ -98,7 +100,7 @@ func TestCorePreemptionOrder(t *testing.T) {
 			t.Errorf("trace (-want +got):\n%s", diff)
 		}
 		for _, sq := range []*seq{a, b, c} {
-			if diff := cmp.Diff(reference(sq.req.Prompt, 6, nil), sq.tokens[sq.promptLen:]); diff != "" {
+			if diff := cmp.Diff(schedtest.Reference(sq.req.Prompt, 6, nil), sq.tokens[sq.promptLen:]); diff != "" {
 				t.Errorf("seq %d tokens (-want +got):\n%s", sq.id, diff)
 			}
 			if sq.state != seqDone {
@@ -138,7 +140,7 @@ func TestCoreNoReadmitSameStep(t *testing.T) {
 		}
 		for _, sq := range []*seq{a, b} {
 			n := min(sq.req.MaxTokens, 8-sq.promptLen) // the context is the pool: 8 positions
-			if diff := cmp.Diff(reference(sq.req.Prompt, n, nil), sq.tokens[sq.promptLen:]); diff != "" {
+			if diff := cmp.Diff(schedtest.Reference(sq.req.Prompt, n, nil), sq.tokens[sq.promptLen:]); diff != "" {
 				t.Errorf("seq %d tokens (-want +got):\n%s", sq.id, diff)
 			}
 		}

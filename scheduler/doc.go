@@ -3,15 +3,36 @@
 // batching) over a paged KV cache, with chunked prefill, a prefix cache,
 // preemption by recompute, priority classes and a static-batching baseline.
 //
+// # Files
+//
+//   - api.go, config.go: the contract (Request, Event, Final, Stats, Config).
+//   - scheduler.go: Scheduler, Submit and the Run loop around the core.
+//   - core.go: the core's state and what every batching mode shares:
+//     submit, cancel, plan's assembly of the batch, apply, finish. It reaches
+//     the batching mode through a small policy interface (plan the step's
+//     entries, append padding rows, account for them, hold a Final, settle),
+//     so the continuous path has no padding branches.
+//   - plan.go: continuous batching: decode-first planning under the token
+//     budget, chunked prefill, admission, growth and preemption.
+//   - static.go: static batching: groups, prompt and decode padding rows on
+//     scratch blocks, held Finals.
+//   - output.go: what a sampled token does to its stream: stop token ids,
+//     EOS, stop strings, held-back text, length limits.
+//   - seq.go, stream.go, kv.go: a sequence's state, its output mailbox, the
+//     block ledger and prefix cache.
+//   - check_test.go: the invariant checker the tests run after every step;
+//     trace_test.go replays the golden traces in testdata/ (see there for
+//     the format; -update rewrites them); schedtest holds the fake model.
+//
 // # Ownership
 //
 // Run is the only goroutine that touches scheduler state: the waiting queue,
 // the running set, the KV block ledger (blockPool) and the prefix cache. It
-// wraps a synchronous core (core.go) with three plain methods and no
-// goroutines or clock: plan builds the next batch (admitting, allocating and
-// preempting as needed), the Model runs it, and apply takes the sampled
-// tokens, applies stop conditions and frees the blocks of sequences that
-// ended, all in that same step. Time is passed in.
+// wraps a synchronous core with three plain methods and no goroutines or
+// clock: plan builds the next batch (admitting, allocating and preempting as
+// needed), the Model runs it, and apply takes the sampled tokens, applies
+// stop conditions and frees the blocks of sequences that ended, all in that
+// same step. Time is passed in.
 //
 // Other goroutines reach the loop through channels only:
 //
@@ -77,8 +98,10 @@
 // list when free, until the allocator needs it. Admission reuses the longest
 // cached prefix (Final.CachedTokens) but never the block holding the last
 // token of the history: the last prompt token is always computed, since its
-// logits give the first sampled token. Preempted sequences often find their
-// own blocks still cached when they resume.
+// logits give the first sampled token. A sequence gives its blocks back last
+// first, so the LRU list evicts the tail of a prefix before its head (a
+// prefix is only found from its first block on); preempted sequences often
+// find their own blocks still cached when they resume.
 //
 // # Stop conditions and text
 //
@@ -115,7 +138,9 @@
 // Padding positions stop growing at ContextLen-1. A cancelled or failed
 // member's Final is sent at once; its row still pads.
 //
-// Padding K/V go to scratch blocks: static mode keeps BatchSize-1 blocks
+// Padding rows always follow the planned rows in the batch, and apply drops
+// their results, so the core sees only real sequences. Padding K/V go to
+// scratch blocks: static mode keeps BatchSize-1 blocks
 // (the highest-numbered of the pool) out of the ledger (Stats
 // .KVBlocksReserved; KVBlocksTotal and ContextLen's bound count only the
 // ledger). A padding row gets its own scratch block and every entry of its
@@ -141,7 +166,7 @@
 //
 // # Invariants
 //
-// core.check verifies them; tests run it after every step:
+// The tests check them after every step (check_test.go):
 //
 //   - every block is exactly one of free (on the free stack), cached
 //     (registered, ref 0, on the LRU list) or used (ref > 0);

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // Higher priority first, FCFS within a priority.
@@ -30,7 +32,7 @@ func TestQueueOrder(t *testing.T) {
 		first := map[int]int{}
 		for i, st := range streams {
 			h.collect(st)
-			first[i] = h.m.stepsOf(st.id)[0]
+			first[i] = h.m.StepsOf(h.id(st))[0]
 		}
 		// Expected order: indexes 1, 3 (priority 2), 2, 5 (priority 1), 0, 4.
 		order := []int{1, 3, 2, 5, 0, 4}
@@ -162,8 +164,8 @@ func TestRunStopEndsStreams(t *testing.T) {
 func TestStepError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
-		h := startHarness(t, testConfig(), func(m *fakeModel) {
-			m.fail = func(step int) error {
+		h := startHarness(t, testConfig(), func(m *schedtest.Model) {
+			m.Fail = func(step int) error {
 				if step == 3 {
 					return boom
 				}
@@ -237,8 +239,8 @@ func TestStaticGroups(t *testing.T) {
 		cfg.BatchSize = 2
 		var mu sync.Mutex
 		var sizes []int
-		h := newHarness(t, cfg, func(m *fakeModel) {
-			m.onStep = func(step int, seqs []batch.SeqStep) {
+		h := newHarness(t, cfg, func(m *schedtest.Model) {
+			m.OnStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				sizes = append(sizes, len(seqs))
 				mu.Unlock()
@@ -254,7 +256,7 @@ func TestStaticGroups(t *testing.T) {
 			t.Errorf("short member delivered at %v, group ended at %v", ra.doneAt, rb.doneAt)
 		}
 		rc := h.collect(c)
-		cs := h.m.stepsOf(c.id)
+		cs := h.m.StepsOf(h.id(c))
 		if got, want := cs[0], 21; got != want {
 			t.Errorf("late arrival first ran at step %d, want %d (after the 20-step group)", got, want)
 		}
@@ -283,12 +285,12 @@ func TestStepErrorOneSequence(t *testing.T) {
 		var victim uint64
 		h := newHarness(t, testConfig(), nil)
 		inner := h.m
-		wrap := &failOne{fakeModel: inner, victim: func() uint64 { mu.Lock(); defer mu.Unlock(); return victim }, err: bad}
+		wrap := &failOne{Model: inner, victim: func() uint64 { mu.Lock(); defer mu.Unlock(); return victim }, err: bad}
 		h.s.model = wrap
 		a := h.submit(Request{Prompt: prompt(0, 4), MaxTokens: 10, IgnoreEOS: true})
 		b := h.submit(Request{Prompt: prompt(1, 4), MaxTokens: 10, IgnoreEOS: true})
 		mu.Lock()
-		victim = b.id
+		victim = h.id(b)
 		mu.Unlock()
 		h.run()
 		ra, rb := h.collect(a), h.collect(b)
@@ -304,13 +306,13 @@ func TestStepErrorOneSequence(t *testing.T) {
 
 // failOne makes the fake fail sampling for one sequence.
 type failOne struct {
-	*fakeModel
+	*schedtest.Model
 	victim func() uint64
 	err    error
 }
 
 func (f *failOne) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
-	res, err := f.fakeModel.Step(ctx, seqs, samplers)
+	res, err := f.Model.Step(ctx, seqs, samplers)
 	if err != nil {
 		return res, err
 	}

@@ -156,7 +156,6 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		promptLen: len(r.Prompt),
 		sampler:   newSampler(s.minTokensParams(r), r.Prompt),
 	}
-	sq.st.id = sq.id
 	if r.QueueTimeout > 0 {
 		sq.deadline = sq.submitted.Add(r.QueueTimeout)
 	}
@@ -194,9 +193,6 @@ func (s *Scheduler) Drain() {
 // Drained is closed once Drain was called and every accepted request has
 // ended (or Run has returned).
 func (s *Scheduler) Drained() <-chan struct{} { return s.drained }
-
-// Done is closed when Run has returned.
-func (s *Scheduler) Done() <-chan struct{} { return s.done }
 
 // Stats returns the snapshot taken after the last step or event.
 func (s *Scheduler) Stats() Stats { return *s.stats.Load() }

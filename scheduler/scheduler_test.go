@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // The seed's case: answers of 6, 50 and 300 tokens. Continuous batching
@@ -40,7 +42,7 @@ func TestShortAnswerNotHeldByLongOnes(t *testing.T) {
 					if r.err != nil || r.final == nil {
 						t.Fatalf("request %d: err %v final %v", i, r.err, r.final)
 					}
-					if diff := cmp.Diff(reference(prompts[i], lens[i], nil), r.tokens); diff != "" {
+					if diff := cmp.Diff(schedtest.Reference(prompts[i], lens[i], nil), r.tokens); diff != "" {
 						t.Errorf("request %d tokens (-want +got):\n%s", i, diff)
 					}
 					if r.final.Reason != FinishLength || r.final.CompletionTokens != lens[i] {
@@ -74,7 +76,7 @@ func TestArrivalJoinsNextStep(t *testing.T) {
 		<-ra
 		<-rb
 		<-rc
-		as, cs := h.m.stepsOf(a.id), h.m.stepsOf(c.id)
+		as, cs := h.m.StepsOf(h.id(a)), h.m.StepsOf(h.id(c))
 		if len(as) == 0 || len(cs) == 0 {
 			t.Fatalf("steps: a %v c %v", as, cs)
 		}
@@ -108,18 +110,18 @@ func TestChunkedPrefillKeepsDecoding(t *testing.T) {
 		if r.final == nil || r.final.Reason != FinishLength {
 			t.Fatalf("long request: %+v", r)
 		}
-		if diff := cmp.Diff(reference(prompt(9, 4000), 4, nil), r.tokens); diff != "" {
+		if diff := cmp.Diff(schedtest.Reference(prompt(9, 4000), 4, nil), r.tokens); diff != "" {
 			t.Errorf("long request tokens (-want +got):\n%s", diff)
 		}
-		ls := h.m.stepsOf(long.id)
-		h.m.mu.Lock()
+		ls := h.m.StepsOf(h.id(long))
+		steps := h.m.Steps()
 		prefillSteps := 0
 		for _, k := range ls {
-			rec := h.m.steps[k-1]
+			rec := steps[k-1]
 			tot := 0
-			for j, id := range rec.seqs {
-				tot += rec.n[j]
-				if id == long.id && !rec.sampled[j] {
+			for j, id := range rec.Seqs {
+				tot += rec.N[j]
+				if id == h.id(long) && !rec.Sampled[j] {
 					prefillSteps++
 				}
 			}
@@ -128,17 +130,16 @@ func TestChunkedPrefillKeepsDecoding(t *testing.T) {
 			}
 			for _, st := range short {
 				j := -1
-				for x, id := range rec.seqs {
-					if id == st.id {
+				for x, id := range rec.Seqs {
+					if id == h.id(st) {
 						j = x
 					}
 				}
-				if j < 0 || rec.n[j] != 1 || !rec.sampled[j] {
-					t.Errorf("step %d: running stream %d did not decode one token", k, st.id)
+				if j < 0 || rec.N[j] != 1 || !rec.Sampled[j] {
+					t.Errorf("step %d: running stream %d did not decode one token", k, h.id(st))
 				}
 			}
 		}
-		h.m.mu.Unlock()
 		if min := 4000 / cfg.MaxBatchTokens; prefillSteps < min {
 			t.Errorf("prefilled in %d steps, want at least %d chunks", prefillSteps, min)
 		}
@@ -169,12 +170,12 @@ func TestPreemptionResumesExactly(t *testing.T) {
 		}
 		for i, ch := range chans {
 			r := <-ch
-			want := reference(prompts[i], 40, nil)
+			want := schedtest.Reference(prompts[i], 40, nil)
 			if diff := cmp.Diff(want, r.tokens); diff != "" {
 				t.Errorf("request %d tokens (-want +got):\n%s", i, diff)
 			}
-			if r.text != lettersOf(want) {
-				t.Errorf("request %d text %q, want %q", i, r.text, lettersOf(want))
+			if r.text != schedtest.LettersOf(want) {
+				t.Errorf("request %d text %q, want %q", i, r.text, schedtest.LettersOf(want))
 			}
 		}
 		if p := h.s.Stats().Preemptions; p == 0 {
@@ -219,7 +220,7 @@ func TestPrefixCache(t *testing.T) {
 			if got := tc.r.final.CachedTokens; got != tc.cached {
 				t.Errorf("%s: CachedTokens %d, want %d", tc.name, got, tc.cached)
 			}
-			if diff := cmp.Diff(reference(tc.prompt, tc.n, nil), tc.r.tokens); diff != "" {
+			if diff := cmp.Diff(schedtest.Reference(tc.prompt, tc.n, nil), tc.r.tokens); diff != "" {
 				t.Errorf("%s tokens (-want +got):\n%s", tc.name, diff)
 			}
 		}

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"strings"
 	"time"
 
 	"github.com/weft-inference/weft/runtime/sample"
@@ -79,60 +78,4 @@ func (sq *seq) parentHash(i, blockSize int) uint64 {
 		return 0
 	}
 	return sq.blockHash(i-1, blockSize)
-}
-
-// stopActive says whether EOS and stop conditions apply to the token just
-// appended: MinTokens tokens must already exist before it.
-func (sq *seq) stopActive() bool { return sq.generated-1 >= sq.req.MinTokens }
-
-// addText runs new text through stop-string matching and appends what can
-// be emitted to ev.Text. final says no more text follows. It returns the
-// stop string that matched, if any (the text after it is dropped).
-func (sq *seq) addText(ev *Event, text string, final, active bool) (matched string, ok bool) {
-	buf := sq.held + text
-	sq.held = ""
-	stops := sq.req.StopStrings
-	if !active || len(stops) == 0 {
-		ev.Text += buf
-		return "", false
-	}
-	best, bestLen := -1, 0
-	for _, s := range stops {
-		if s == "" {
-			continue
-		}
-		if i := strings.Index(buf, s); i >= 0 && (best < 0 || i < best || (i == best && len(s) > bestLen)) {
-			best, bestLen, matched = i, len(s), s
-		}
-	}
-	if best >= 0 {
-		ev.Text += buf[:best]
-		if sq.req.IncludeStopString {
-			ev.Text += matched
-		}
-		return matched, true
-	}
-	if final {
-		ev.Text += buf
-		return "", false
-	}
-	keep := holdBack(buf, stops)
-	ev.Text += buf[:len(buf)-keep]
-	sq.held = buf[len(buf)-keep:]
-	return "", false
-}
-
-// holdBack returns the length of the longest suffix of buf that is a proper
-// prefix of some stop string (it may still grow into one).
-func holdBack(buf string, stops []string) int {
-	keep := 0
-	for _, s := range stops {
-		for n := min(len(s)-1, len(buf)); n > keep; n-- {
-			if strings.HasSuffix(buf, s[:n]) {
-				keep = n
-				break
-			}
-		}
-	}
-	return keep
 }

@@ -12,11 +12,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // soakNext is the fake's token function with an EOS (0) now and then.
 func soakNext(h []int32) int32 {
-	t := refNext(h)
+	t := schedtest.Hash(h)
 	if t%37 == 0 {
 		return 0
 	}
@@ -50,7 +52,7 @@ func soak(t *testing.T, batching string, n int) {
 	cfg.MaxBatchTokens = 32
 	cfg.MaxWaiting = 48
 	cfg.WatermarkBlocks = 1
-	h := startHarness(t, cfg, func(m *fakeModel) { m.next = soakNext })
+	h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = soakNext })
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	type outcome struct {
@@ -122,7 +124,7 @@ func soak(t *testing.T, batching string, n int) {
 			continue
 		}
 		reasons[f.Reason]++
-		want := reference(o.req.Prompt, len(o.r.tokens), soakNext)
+		want := schedtest.Reference(o.req.Prompt, len(o.r.tokens), soakNext)
 		if diff := cmp.Diff(want, o.r.tokens, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("tokens differ from an uninterrupted run (-want +got):\n%s", diff)
 		}
@@ -155,7 +157,7 @@ func soak(t *testing.T, batching string, n int) {
 		default:
 			t.Errorf("unexpected final %+v", f)
 		}
-		if len(o.req.StopStrings) == 0 && f.Reason != FinishEOS && o.r.text != lettersOf(o.r.tokens) {
+		if len(o.req.StopStrings) == 0 && f.Reason != FinishEOS && o.r.text != schedtest.LettersOf(o.r.tokens) {
 			t.Errorf("text %q for tokens %v", o.r.text, o.r.tokens)
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // rowRec is one row of a recorded step.
@@ -20,10 +22,10 @@ type rowRec struct {
 }
 
 // recordRows makes the fake record every step's rows.
-func recordRows(mu *sync.Mutex, steps *[][]rowRec) func(*fakeModel) {
-	return func(m *fakeModel) {
-		prev := m.onStep
-		m.onStep = func(step int, seqs []batch.SeqStep) {
+func recordRows(mu *sync.Mutex, steps *[][]rowRec) func(*schedtest.Model) {
+	return func(m *schedtest.Model) {
+		prev := m.OnStep
+		m.OnStep = func(step int, seqs []batch.SeqStep) {
 			rows := make([]rowRec, len(seqs))
 			for i, s := range seqs {
 				rows[i] = rowRec{s.Seq, s.Pos, len(s.Tokens), slices.Clone(s.Blocks), s.Logits}
@@ -64,10 +66,10 @@ func TestStaticPaddingKeepsShape(t *testing.T) {
 		if len(h) == len(pc)+4 && slices.Equal(h[:len(pc)], pc) {
 			return 0
 		}
-		return refNext(h)
+		return schedtest.Hash(h)
 	}
 	pb := prompt(1, 9)
-	refB := reference(pb, 20, next)
+	refB := schedtest.Reference(pb, 20, next)
 	const stopAt = 6 // b ends with its 7th token, a stop token id
 	if slices.Contains(refB[:stopAt], refB[stopAt]) {
 		t.Fatalf("b's reference %v repeats the stop token early", refB)
@@ -92,14 +94,14 @@ func TestStaticPaddingKeepsShape(t *testing.T) {
 		cfg.BatchSize = len(reqs)
 		synctest.Test(t, func(t *testing.T) {
 			var mu sync.Mutex
-			h := newHarness(t, cfg, func(m *fakeModel) {
-				m.next = next
+			h := newHarness(t, cfg, func(m *schedtest.Model) {
+				m.Next = next
 				recordRows(&mu, &steps)(m)
 			})
 			var chans []<-chan result
 			for _, r := range reqs {
 				s := h.submit(r)
-				ids = append(ids, s.id)
+				ids = append(ids, h.id(s))
 				chans = append(chans, h.collectAsync(s))
 			}
 			h.run()
@@ -132,7 +134,7 @@ func TestStaticPaddingKeepsShape(t *testing.T) {
 		if o.Reason != wantReasons[i] {
 			t.Errorf("request %d ended with %d, want %d", i, o.Reason, wantReasons[i])
 		}
-		if diff := cmp.Diff(reference(reqs[i].Prompt, o.Completion, next), o.Tokens); diff != "" {
+		if diff := cmp.Diff(schedtest.Reference(reqs[i].Prompt, o.Completion, next), o.Tokens); diff != "" {
 			t.Errorf("request %d tokens (-want +got):\n%s", i, diff)
 		}
 	}
@@ -263,8 +265,8 @@ func TestStaticCancelKeepsRow(t *testing.T) {
 		var victim *Stream
 		used := map[int]int{}
 		var s *Scheduler
-		h := newHarness(t, cfg, func(m *fakeModel) {
-			m.onStep = func(step int, seqs []batch.SeqStep) {
+		h := newHarness(t, cfg, func(m *schedtest.Model) {
+			m.OnStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				used[step] = s.Stats().KVBlocksUsed // after step-1
 				mu.Unlock()
@@ -288,7 +290,7 @@ func TestStaticCancelKeepsRow(t *testing.T) {
 		if n := len(rc.tokens); n < 4 || n > 6 {
 			t.Errorf("cancelled member got %d tokens", n)
 		}
-		if diff := cmp.Diff(reference(prompt(1, 6), len(rc.tokens), nil), rc.tokens); diff != "" {
+		if diff := cmp.Diff(schedtest.Reference(prompt(1, 6), len(rc.tokens), nil), rc.tokens); diff != "" {
 			t.Errorf("cancelled member tokens (-want +got):\n%s", diff)
 		}
 		for i, r := range []result{ra, rb} {
@@ -369,7 +371,7 @@ func TestStaticPromptPaddingChunked(t *testing.T) {
 		h.run()
 		ra, rb := <-a, <-b
 		for i, r := range []result{ra, rb} {
-			if diff := cmp.Diff(reference(prompt(i, []int{12, 3}[i]), 2, nil), r.tokens); diff != "" {
+			if diff := cmp.Diff(schedtest.Reference(prompt(i, []int{12, 3}[i]), 2, nil), r.tokens); diff != "" {
 				t.Errorf("request %d tokens (-want +got):\n%s", i, diff)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // tok is the token the letters decoder shows as c (never 0, the fake EOS).
@@ -65,7 +67,7 @@ func TestStopConditions(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := testConfig()
 				cfg.ContextLen = tc.contextLen
-				h := startHarness(t, cfg, func(m *fakeModel) { m.next = scripted(tc.script) })
+				h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = scripted(tc.script) })
 				req := tc.req
 				req.Prompt = []int32{1, 2, 3}
 				r := h.collect(h.submit(req))
@@ -116,7 +118,7 @@ func TestRecvMerges(t *testing.T) {
 		if r.events != 1 {
 			t.Errorf("%d events, want 1 merged", r.events)
 		}
-		if diff := cmp.Diff(reference(p, 12, nil), r.tokens); diff != "" {
+		if diff := cmp.Diff(schedtest.Reference(p, 12, nil), r.tokens); diff != "" {
 			t.Errorf("tokens (-want +got):\n%s", diff)
 		}
 		h.stop()

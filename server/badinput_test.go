@@ -279,7 +279,7 @@ func TestShutdown(t *testing.T) {
 	go func() { _, err := s.Recv(); first <- err }()
 	for waiting := true; waiting; {
 		select {
-		case h.model.gate <- struct{}{}:
+		case h.model.Gate <- struct{}{}:
 		case err := <-first:
 			if err != nil {
 				t.Fatal(err)

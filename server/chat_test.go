@@ -51,7 +51,7 @@ func TestChat(t *testing.T) {
 				return m
 			case err := <-recvErr:
 				t.Fatalf("chat stream ended: %v", err)
-			case h.model.gate <- struct{}{}:
+			case h.model.Gate <- struct{}{}:
 			}
 		}
 	}

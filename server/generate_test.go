@@ -156,7 +156,7 @@ func TestCancelMidStream(t *testing.T) {
 	aFirst, bFirst := first(a), first(b)
 	for aFirst != nil || bFirst != nil {
 		select {
-		case h.model.gate <- struct{}{}:
+		case h.model.Gate <- struct{}{}:
 		case err := <-aFirst:
 			if err != nil {
 				t.Fatal(err)
@@ -178,7 +178,7 @@ func TestCancelMidStream(t *testing.T) {
 	finalA := h.finalChan("A")
 	for done := false; !done; {
 		select {
-		case h.model.gate <- struct{}{}:
+		case h.model.Gate <- struct{}{}:
 		case f := <-finalA:
 			if f.Reason != 4 { // scheduler.FinishCancelled
 				t.Errorf("A finished with %v, want cancelled", f.Reason)
@@ -188,8 +188,8 @@ func TestCancelMidStream(t *testing.T) {
 	}
 	// Two more steps: the first completes (and publishes Stats) before the
 	// second starts.
-	h.model.gate <- struct{}{}
-	h.model.gate <- struct{}{}
+	h.model.Gate <- struct{}{}
+	h.model.Gate <- struct{}{}
 	after := h.sched.Stats()
 	if after.Running != 1 || after.KVBlocksUsed > 63 {
 		t.Errorf("after cancel: running %d, KV blocks used %d; want 1 and <= 63", after.Running, after.KVBlocksUsed)

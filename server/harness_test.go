@@ -18,13 +18,14 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/scheduler"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 // harness runs a scheduler on the fake model behind a Server on bufconn.
 type harness struct {
 	t      *testing.T
 	sched  *scheduler.Scheduler
-	model  *fakeModel
+	model  *schedtest.Model
 	srv    *Server
 	lis    *bufconn.Listener
 	conn   *grpc.ClientConn
@@ -52,7 +53,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		NumBlocks:  4096,
 		MaxSeqs:    64,
 		ContextLen: 40000,
-		NewDecoder: func() scheduler.TextDecoder { return fakeDecoder{} },
+		NewDecoder: func() scheduler.TextDecoder { return schedtest.Bytes{} },
 		IsEOG:      func(id int32) bool { return id == fakeEOS },
 		VocabSize:  fakeVocab,
 	}
@@ -60,9 +61,10 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		o.sched(&scfg)
 	}
 	h := &harness{t: t, finals: map[string]chan *scheduler.Final{}, cancels: map[string]chan struct{}{}}
-	h.model = newFakeModel(scfg)
+	h.model = schedtest.NewModel(scfg.BlockSize, scfg.NumBlocks)
+	h.model.Next = nextToken
 	if o.gated {
-		h.model.gate = make(chan struct{})
+		h.model.Gate = make(chan struct{})
 	}
 	sched, err := scheduler.New(scfg, h.model)
 	if err != nil {
@@ -121,19 +123,22 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.client = inferencev1.NewInferenceServiceClient(conn)
 	t.Cleanup(func() {
 		conn.Close()
-		if h.model.gate != nil {
+		if h.model.Gate != nil {
 			h.openGate()
 		}
 		srv.GRPC().Stop()
 		<-serveDone
 		cancel()
 		<-runDone
+		if err := h.model.Err(); err != nil {
+			t.Errorf("fake model: %v", err)
+		}
 	})
 	return h
 }
 
 // openGate lets the fake model run freely from now on.
-func (h *harness) openGate() { h.gateOnce.Do(func() { close(h.model.gate) }) }
+func (h *harness) openGate() { h.gateOnce.Do(func() { close(h.model.Gate) }) }
 
 func (h *harness) onFinal(id string, f *scheduler.Final) {
 	select {

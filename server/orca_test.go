@@ -155,8 +155,8 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 		t.Helper()
 		for range 10000 {
 			// The first step completes (and publishes) before the second starts.
-			h.model.gate <- struct{}{}
-			h.model.gate <- struct{}{}
+			h.model.Gate <- struct{}{}
+			h.model.Gate <- struct{}{}
 			if st := h.sched.Stats(); st.Running == running && st.Waiting == waiting {
 				return st
 			}
@@ -214,7 +214,7 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 	reqCancel()
 	for done := false; !done; {
 		select {
-		case h.model.gate <- struct{}{}:
+		case h.model.Gate <- struct{}{}:
 		case <-h.sched.Drained():
 			done = true
 		}

@@ -27,7 +27,7 @@ func TestQueueFullEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.model.gate <- struct{}{} // one step: a is admitted and gets a token
+	h.model.Gate <- struct{}{} // one step: a is admitted and gets a token
 	if _, err := a.Recv(); err != nil {
 		t.Fatalf("first request: %v", err)
 	}

@@ -72,9 +72,6 @@ func New(p Params, prompt []int32) *Sampler {
 	return s
 }
 
-// Params returns the parameters the sampler was made with.
-func (s *Sampler) Params() Params { return s.p }
-
 // Generated returns how many tokens have been sampled or accepted.
 func (s *Sampler) Generated() int { return int(s.nGen) }
 

@@ -1,0 +1,95 @@
+package scheduler
+
+import "fmt"
+
+// check verifies the core's invariants (doc.go lists them); the tests call
+// it after every step.
+func (c *core) check() error {
+	refs := make([]int32, c.pool.total())
+	bs := c.cfg.BlockSize
+	for i, sq := range c.running {
+		if sq.state != seqRunning {
+			return fmt.Errorf("running seq %d in state %d", sq.id, sq.state)
+		}
+		if i > 0 && runLess(sq, c.running[i-1]) {
+			return fmt.Errorf("running set out of order at %d", i)
+		}
+		if sq.computed > len(sq.tokens) || len(sq.blocks)*bs < sq.computed {
+			return fmt.Errorf("seq %d: computed %d of %d tokens with %d blocks", sq.id, sq.computed, len(sq.tokens), len(sq.blocks))
+		}
+		if sq.noAdmit >= c.planNo {
+			return fmt.Errorf("seq %d readmitted in the plan that preempted it", sq.id)
+		}
+		if sq.registered > len(sq.blocks) {
+			return fmt.Errorf("seq %d: %d registered of %d blocks", sq.id, sq.registered, len(sq.blocks))
+		}
+		seen := make(map[int32]bool, len(sq.blocks))
+		for _, b := range sq.blocks {
+			if seen[b] {
+				return fmt.Errorf("seq %d holds block %d twice", sq.id, b)
+			}
+			seen[b] = true
+			refs[b]++
+		}
+	}
+	for i, sq := range c.waiting {
+		if sq.state != seqWaiting || len(sq.blocks) != 0 || sq.computed != 0 {
+			return fmt.Errorf("waiting seq %d: state %d, %d blocks, computed %d", sq.id, sq.state, len(sq.blocks), sq.computed)
+		}
+		if i > 0 && waitLess(sq, c.waiting[i-1]) {
+			return fmt.Errorf("waiting queue out of order at %d", i)
+		}
+	}
+	if c.live != len(c.running)+len(c.waiting) {
+		return fmt.Errorf("live %d, running %d + waiting %d", c.live, len(c.running), len(c.waiting))
+	}
+	if len(c.running) > c.cfg.MaxSeqs {
+		return fmt.Errorf("%d running, MaxSeqs %d", len(c.running), c.cfg.MaxSeqs)
+	}
+	if s, ok := c.policy.(*static); ok {
+		if err := s.check(c); err != nil {
+			return err
+		}
+	}
+	if err := c.pool.check(refs); err != nil {
+		return fmt.Errorf("kv ledger: %w", err)
+	}
+	return nil
+}
+
+// check verifies the static policy's invariants: padding rows belong to
+// ended members of the current group that hold no ledger block, each on its
+// own scratch block, within ContextLen, and there are no more of them than
+// scratch blocks; so do prompt paddings (of any member of the group).
+func (s *static) check(c *core) error {
+	if len(s.pads) > 0 && len(s.group) == 0 || len(s.pads) > s.nslots {
+		return fmt.Errorf("%d padding rows, group of %d, %d scratch blocks", len(s.pads), len(s.group), s.nslots)
+	}
+	for i, p := range s.pads {
+		if p.sq.state != seqDone || !p.sq.inGroup || len(p.sq.blocks) != 0 {
+			return fmt.Errorf("padding row %d: seq %d in state %d, in group %v, %d blocks", i, p.sq.id, p.sq.state, p.sq.inGroup, len(p.sq.blocks))
+		}
+		if p.pos >= c.cfg.ContextLen {
+			return fmt.Errorf("padding row %d at position %d, context %d", i, p.pos, c.cfg.ContextLen)
+		}
+		for _, b := range p.blocks {
+			if b != s.scratch+int32(i) {
+				return fmt.Errorf("padding row %d holds block %d, its scratch block is %d", i, b, s.scratch+int32(i))
+			}
+		}
+	}
+	if len(s.ppads) > 0 && len(s.group) == 0 || len(s.ppads) > s.nslots {
+		return fmt.Errorf("%d prompt paddings, group of %d, %d scratch blocks", len(s.ppads), len(s.group), s.nslots)
+	}
+	for i, pp := range s.ppads {
+		if pp.block != s.scratch+int32(i) || pp.done > len(pp.toks) || !pp.sq.inGroup {
+			return fmt.Errorf("prompt padding %d of seq %d: block %d (scratch %d), %d of %d done", i, pp.sq.id, pp.block, s.scratch+int32(i), pp.done, len(pp.toks))
+		}
+		for _, b := range pp.blocks {
+			if b != pp.block {
+				return fmt.Errorf("prompt padding %d holds block %d, its scratch block is %d", i, b, pp.block)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
+)
+
+// entry is one sequence's share of the planned step.
+type entry struct {
+	sq      *seq
+	n       int  // tokens fed: sq.tokens[sq.computed : sq.computed+n]
+	sample  bool // the chunk ends at the last known token: sample the next
+	decode  bool // a decode token (not prompt or recompute)
+	dropped bool // the sequence was preempted after being planned
+}
+
+// continuous is continuous batching: every step re-forms the batch from the
+// running set and the head of the queue, with no padding.
+type continuous struct{}
+
+var _ policy = continuous{}
+
+// plan fills the step decode-first: one token for every decoding sequence,
+// then prompt chunks of admitted sequences, then the first chunks of
+// waiting requests admitted strictly in queue order.
+func (continuous) plan(c *core, now time.Time) {
+	// 1. One decode token for every running sequence that is decoding.
+	for i := 0; i < len(c.running) && c.budget > 0; {
+		sq := c.running[i]
+		if sq.remaining() != 1 {
+			i++
+			continue
+		}
+		if !c.grow(i, sq.computed+1, true) {
+			continue // running[i] was preempted; the next one moved up
+		}
+		c.addEntry(sq, 1)
+		i++
+	}
+	// 2. Prompt (or recompute) chunks of admitted sequences.
+	for i := 0; i < len(c.running) && c.budget > 0; i++ {
+		sq := c.running[i]
+		if sq.remaining() <= 1 {
+			continue
+		}
+		if n := c.growChunk(i, min(sq.remaining(), c.budget)); n > 0 {
+			c.addEntry(sq, n)
+		}
+	}
+	// 3. Admit waiting requests, strictly in queue order.
+	c.paused, c.pauseReason = false, ""
+	for len(c.waiting) > 0 && len(c.running) < c.cfg.MaxSeqs && c.budget > 0 {
+		if !c.admit(c.waiting[0], now) {
+			break
+		}
+	}
+}
+
+func (continuous) pad(rows []batch.SeqStep, smps []*sample.Sampler) ([]batch.SeqStep, []*sample.Sampler) {
+	return rows, smps
+}
+
+func (continuous) padded(*core)                                 {}
+func (continuous) ending(*core, *seq, FinishReason) (hold bool) { return false }
+func (continuous) settle(*core)                                 {}
+
+// addEntry plans n tokens of sq's history for the step.
+func (c *core) addEntry(sq *seq, n int) {
+	decode := n == 1 && sq.remaining() == 1 && sq.generated > 0 && sq.computed >= sq.promptLen
+	c.entries = append(c.entries, entry{sq: sq, n: n, sample: sq.computed+n == len(sq.tokens), decode: decode})
+	c.budget -= n
+}
+
+// preempt gives running[j]'s blocks back and re-queues it for recompute:
+// its history (prompt + generated) is fed again when it is readmitted, and
+// its sampler carries on where it was.
+func (c *core) preempt(j int) {
+	sq := c.running[j]
+	c.running = slices.Delete(c.running, j, j+1)
+	for k := range c.entries {
+		if e := &c.entries[k]; e.sq == sq && !e.dropped {
+			e.dropped = true
+			c.budget += e.n
+		}
+	}
+	c.releaseBlocks(sq)
+	sq.computed = 0
+	sq.noAdmit = c.planNo
+	c.insertWaiting(sq)
+	c.stats.Preemptions++
+}
+
+// grow gives running[i] blocks for want positions, preempting the lowest
+// ranked sequences after it (lowest priority, most recently admitted) when
+// the pool is empty. When none is left below it, it preempts running[i]
+// itself when self is set, and returns false.
+func (c *core) grow(i, want int, self bool) bool {
+	sq := c.running[i]
+	for len(sq.blocks)*c.cfg.BlockSize < want {
+		if b, ok := c.pool.alloc(); ok {
+			sq.blocks = append(sq.blocks, b)
+			continue
+		}
+		if j := len(c.running) - 1; j > i {
+			c.preempt(j)
+			continue
+		}
+		if self {
+			c.preempt(i)
+		}
+		return false
+	}
+	return true
+}
+
+// growChunk finds blocks for up to n more tokens of running[i]'s prefill and
+// returns how many fit. It shrinks the chunk rather than preempt; it
+// preempts lower-ranked sequences only when not one token fits.
+func (c *core) growChunk(i, n int) int {
+	sq := c.running[i]
+	bs := c.cfg.BlockSize
+	want := c.blocksFor(sq.computed + n)
+	for len(sq.blocks) < want {
+		if b, ok := c.pool.alloc(); ok {
+			sq.blocks = append(sq.blocks, b)
+			continue
+		}
+		if len(sq.blocks)*bs > sq.computed {
+			break
+		}
+		if j := len(c.running) - 1; j > i {
+			c.preempt(j)
+			continue
+		}
+		return 0
+	}
+	return min(n, len(sq.blocks)*bs-sq.computed)
+}
+
+// prefixHits looks up the longest cached prefix of sq's history in full
+// blocks, never covering the last token (its logits must be computed), and
+// leaves the blocks in c.hits without taking them.
+func (c *core) prefixHits(sq *seq) []int32 {
+	c.hits = c.hits[:0]
+	if c.cfg.DisablePrefixCache {
+		return c.hits
+	}
+	bs := c.cfg.BlockSize
+	for i := range (len(sq.tokens) - 1) / bs {
+		b, ok := c.pool.lookup(sq.blockHash(i, bs), sq.parentHash(i, bs), sq.tokens[i*bs:(i+1)*bs])
+		if !ok {
+			break
+		}
+		c.hits = append(c.hits, b)
+	}
+	return c.hits
+}
+
+// gate asks the optional Capacity whether new blocks may be taken.
+func (c *core) gate() bool {
+	if c.cfg.Capacity == nil {
+		return true
+	}
+	ok, reason := c.cfg.Capacity.AdmitOK()
+	if !ok {
+		c.paused, c.pauseReason = true, reason
+	}
+	return ok
+}
+
+// take admits sq (the head of the waiting queue) with the prefix hits and
+// need new blocks. The caller has checked that they are available.
+func (c *core) take(sq *seq, hits []int32, need int, now time.Time) {
+	c.waiting = slices.Delete(c.waiting, 0, 1)
+	for _, b := range hits {
+		c.pool.acquire(b)
+	}
+	sq.blocks = append(sq.blocks[:0], hits...)
+	for range need {
+		b, ok := c.pool.alloc()
+		if !ok {
+			panic("scheduler: admission checked blocks that alloc does not have")
+		}
+		sq.blocks = append(sq.blocks, b)
+	}
+	sq.computed = len(hits) * c.cfg.BlockSize
+	sq.registered = len(hits)
+	if !sq.admitted {
+		sq.admitted = true
+		sq.admittedAt = now
+		sq.cached = sq.computed
+		sq.rank = c.rankSeq
+		c.rankSeq++
+		c.queued.Add(-1)
+	}
+	c.insertRunning(sq)
+}
+
+// cachedAmong counts the blocks of hits that sit on the LRU list (taking
+// them makes them unavailable to alloc).
+func (c *core) cachedAmong(hits []int32) int {
+	n := 0
+	for _, b := range hits {
+		if c.pool.state[b] == blockCached {
+			n++
+		}
+	}
+	return n
+}
+
+// admit tries to admit the head of the waiting queue with its first chunk.
+func (c *core) admit(sq *seq, now time.Time) bool {
+	if sq.noAdmit >= c.planNo {
+		return false // preempted in this very step: no thrash
+	}
+	bs := c.cfg.BlockSize
+	hits := c.prefixHits(sq)
+	done := len(hits) * bs
+	n := min(len(sq.tokens)-done, c.budget)
+	need := c.blocksFor(done+n) - len(hits)
+	if need > 0 && !c.gate() {
+		return false
+	}
+	wm := c.cfg.WatermarkBlocks
+	if len(c.running) == 0 {
+		wm = 0
+	}
+	if need+wm > c.pool.available()-c.cachedAmong(hits) {
+		return false
+	}
+	c.take(sq, hits, need, now)
+	c.addEntry(sq, n)
+	return true
+}

@@ -1,0 +1,192 @@
+package schedtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
+)
+
+// Model is the paged fake model. Set the hooks before the first step; the
+// zero value is not usable, call NewModel.
+type Model struct {
+	// Next is the token function over the history read back through the
+	// block table; nil means Hash.
+	Next func(history []int32) int32
+	// Gate, when set, makes every step first take a value from it (or
+	// return ctx.Err()); close it to let steps run freely.
+	Gate chan struct{}
+	// OnStep, when set, runs at the start of every step (on the caller's
+	// goroutine, after Gate) with the step's number from 1.
+	OnStep func(step int, seqs []batch.SeqStep)
+	// Fail, when set, is asked after OnStep; a non-nil error is the step's
+	// result, and nothing is written to the cache.
+	Fail func(step int) error
+
+	bs int
+
+	mu    sync.Mutex
+	kv    [][]int32
+	steps []StepRecord
+	err   error
+}
+
+// StepRecord is one step as the model saw it, one entry per row.
+type StepRecord struct {
+	Seqs    []uint64 // SeqStep.Seq
+	N       []int    // tokens fed
+	Pos     []int    // SeqStep.Pos
+	Sampled []bool   // a token was asked for
+}
+
+// NewModel returns a fake with a cache of numBlocks blocks of blockSize
+// positions, every position empty (-1).
+func NewModel(blockSize, numBlocks int) *Model {
+	kv := make([][]int32, numBlocks)
+	for i := range kv {
+		kv[i] = make([]int32, blockSize)
+		for j := range kv[i] {
+			kv[i][j] = -1
+		}
+	}
+	return &Model{bs: blockSize, kv: kv}
+}
+
+// Hash is the default token function: an FNV-1a hash of the whole history,
+// mapped to 1..999, so it never returns 0 (tests use 0 as EOS).
+func Hash(history []int32) int32 {
+	x := uint64(14695981039346656037)
+	for _, t := range history {
+		x ^= uint64(uint32(t))
+		x *= 1099511628211
+	}
+	x ^= x >> 29
+	return int32(1 + x%999)
+}
+
+// Reference returns the n tokens an uninterrupted greedy run of the fake
+// with token function next (nil: Hash) generates after prompt.
+func Reference(prompt []int32, n int, next func([]int32) int32) []int32 {
+	if next == nil {
+		next = Hash
+	}
+	h := slices.Clone(prompt)
+	for range n {
+		h = append(h, next(h))
+	}
+	return h[len(prompt):]
+}
+
+// Step writes every row's tokens to the cache at their positions through
+// the row's block table and, for rows that ask for logits, returns Next of
+// the history read back (the samplers are not used: the fake is greedy on
+// its own function). A malformed row (no tokens, a block table too short,
+// a sampler present exactly when Logits is not) is recorded as the model's
+// error (see Err) and gets no token.
+func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
+	if m.Gate != nil {
+		select {
+		case <-m.Gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	m.mu.Lock()
+	step := len(m.steps) + 1
+	var rec StepRecord
+	for _, s := range seqs {
+		rec.Seqs = append(rec.Seqs, s.Seq)
+		rec.N = append(rec.N, len(s.Tokens))
+		rec.Pos = append(rec.Pos, s.Pos)
+		rec.Sampled = append(rec.Sampled, s.Logits)
+	}
+	if len(samplers) != len(seqs) {
+		m.setErr(fmt.Errorf("step %d: %d samplers for %d rows", step, len(samplers), len(seqs)))
+	}
+	m.steps = append(m.steps, rec)
+	m.mu.Unlock()
+	if m.OnStep != nil {
+		m.OnStep(step, seqs)
+	}
+	if m.Fail != nil {
+		if err := m.Fail(step); err != nil {
+			return nil, err
+		}
+	}
+	next := m.Next
+	if next == nil {
+		next = Hash
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res := make([]sample.Result, len(seqs))
+	var hist []int32
+	for i, s := range seqs {
+		end := s.Pos + len(s.Tokens)
+		if len(s.Tokens) == 0 || s.Pos < 0 || len(s.Blocks)*m.bs < end {
+			m.setErr(fmt.Errorf("step %d seq %d: %d tokens at %d, %d blocks", step, s.Seq, len(s.Tokens), s.Pos, len(s.Blocks)))
+			continue
+		}
+		if i < len(samplers) && (samplers[i] != nil) != s.Logits {
+			m.setErr(fmt.Errorf("step %d seq %d: Logits %v with sampler %v", step, s.Seq, s.Logits, samplers[i] != nil))
+			continue
+		}
+		for j, t := range s.Tokens {
+			p := s.Pos + j
+			m.kv[s.Blocks[p/m.bs]][p%m.bs] = t
+		}
+		if !s.Logits {
+			continue
+		}
+		hist = hist[:0]
+		for p := range end {
+			hist = append(hist, m.kv[s.Blocks[p/m.bs]][p%m.bs])
+		}
+		res[i].Token = next(hist)
+	}
+	return res, nil
+}
+
+// setErr keeps the first misuse; m.mu is held.
+func (m *Model) setErr(err error) {
+	if m.err == nil {
+		m.err = err
+	}
+}
+
+// Err returns the first malformed row the model was given, if any.
+func (m *Model) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// Steps returns a copy of the steps run so far.
+func (m *Model) Steps() []StepRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.steps)
+}
+
+// NumSteps is the number of steps run so far.
+func (m *Model) NumSteps() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.steps)
+}
+
+// StepsOf returns the steps (numbered from 1) whose batch held sequence id.
+func (m *Model) StepsOf(id uint64) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int
+	for k, r := range m.steps {
+		if slices.Contains(r.Seqs, id) {
+			out = append(out, k+1)
+		}
+	}
+	return out
+}
