@@ -31,10 +31,14 @@ const (
 	MaxStopTokenIDs = 64
 )
 
-// ErrTokenOutOfRange is wrapped by the errors of a token id outside the
-// vocabulary (in the prompt or the stop token ids). It wraps
-// ErrInvalidRequest.
-var ErrTokenOutOfRange = fmt.Errorf("%w: token id outside the vocabulary", ErrInvalidRequest)
+// Sentinels of particular limits; both wrap ErrInvalidRequest.
+var (
+	// ErrEmptyPrompt: a request without prompt tokens.
+	ErrEmptyPrompt = fmt.Errorf("%w: empty prompt", ErrInvalidRequest)
+	// ErrTokenOutOfRange: a token id outside the vocabulary (in the prompt
+	// or the stop token ids).
+	ErrTokenOutOfRange = fmt.Errorf("%w: token id outside the vocabulary", ErrInvalidRequest)
+)
 
 // Limits are the bounds Submit enforces, as configured: what a front door
 // reports to clients (GetModelInfo) and consults before submitting (to
@@ -93,7 +97,8 @@ func (c *Config) limits() Limits {
 }
 
 // LimitError is a request field outside its bound. It wraps its sentinel
-// (Err: ErrPromptTooLong, ErrTokenOutOfRange or ErrInvalidRequest), so
+// (Err: ErrPromptTooLong, ErrEmptyPrompt, ErrTokenOutOfRange or
+// ErrInvalidRequest), so
 // errors.Is(err, ErrPromptTooLong) and friends hold.
 type LimitError struct {
 	// Field is the Request field, in snake_case: "prompt", "max_tokens",
@@ -147,7 +152,7 @@ func (l Limits) MaxTokensFor(promptLen int) int {
 // prompt, the lengths, the sampling parameters, the stop conditions.
 func (l Limits) check(r Request) error {
 	if len(r.Prompt) == 0 {
-		return &LimitError{Field: "prompt", What: "prompt tokens", Op: ">=", Limit: 1, Got: 0, Err: ErrInvalidRequest}
+		return &LimitError{Field: "prompt", What: "prompt tokens", Op: ">=", Limit: 1, Got: 0, Err: ErrEmptyPrompt}
 	}
 	if l.VocabSize > 0 {
 		for _, t := range r.Prompt {

@@ -90,7 +90,7 @@ func TestLimitErrors(t *testing.T) {
 		want *LimitError // nil: a *sample.ParamError
 		is   error
 	}{
-		{"empty prompt", Request{MaxTokens: 1}, &LimitError{Field: "prompt", Op: ">=", Limit: 1, Got: 0}, ErrInvalidRequest},
+		{"empty prompt", Request{MaxTokens: 1}, &LimitError{Field: "prompt", Op: ">=", Limit: 1, Got: 0}, ErrEmptyPrompt},
 		{"prompt id", ok(func(r *Request) { r.Prompt = []int32{1, 50} }), &LimitError{Field: "prompt", Op: "<", Limit: 50, Got: 50}, ErrTokenOutOfRange},
 		{"negative prompt id", ok(func(r *Request) { r.Prompt = []int32{-1} }), &LimitError{Field: "prompt", Op: "<", Limit: 50, Got: -1}, ErrTokenOutOfRange},
 		{"prompt fills the context", ok(func(r *Request) { r.Prompt = make([]int32, 32) }), &LimitError{Field: "prompt", Op: "<=", Limit: 31, Got: 32}, ErrPromptTooLong},

@@ -28,7 +28,7 @@ const (
 	ReasonEmptyPrompt      = "EMPTY_PROMPT"      // no prompt text or ids
 	ReasonInvalidUTF8      = "INVALID_UTF8"      // a string is not valid UTF-8; metadata "field"
 	ReasonTokenOutOfRange  = "TOKEN_OUT_OF_RANGE"
-	ReasonPromptTooLong    = "PROMPT_TOO_LONG" // metadata "field", "limit", "value", "context_length"
+	ReasonPromptTooLong    = "PROMPT_TOO_LONG" // metadata "field", "context_length", and "op", "limit", "value" (tokens) or "prompt_bytes", "max_prompt_bytes"
 	ReasonQueueFull        = "QUEUE_FULL"      // comes with RetryInfo
 	ReasonDraining         = "DRAINING"        // the server is shutting down
 	ReasonCancelled        = "CANCELLED"
@@ -224,7 +224,7 @@ func limitReason(le *scheduler.LimitError) string {
 		return ReasonPromptTooLong
 	case errors.Is(le, scheduler.ErrTokenOutOfRange):
 		return ReasonTokenOutOfRange
-	case le.Field == "prompt" && le.Got == 0:
+	case errors.Is(le, scheduler.ErrEmptyPrompt):
 		return ReasonEmptyPrompt
 	}
 	return ReasonInvalidParameter
