@@ -3,7 +3,7 @@
 package quant
 
 /*
-#cgo CFLAGS: -O3 -std=gnu11 -Wno-unused-function
+#cgo CFLAGS: -O3 -std=gnu11
 #include "kernels.h"
 */
 import "C"
