@@ -58,7 +58,7 @@ func dequantRow(w quant.Weight, r int, dst []float32) {
 	case gguf.TypeF16:
 		b := w.Data[r*w.Cols*2:]
 		for i := range dst[:w.Cols] {
-			dst[i] = f16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+			dst[i] = quant.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	default:
 		rb, err := w.Type.RowBytes(w.Cols)

@@ -34,7 +34,7 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 			if d != 0 {
 				id = 1 / d
 			}
-			dx[b] = roundF16(d)
+			dx[b] = quant.RoundF16(d)
 			for i, v := range xt[32*b : 32*b+32] {
 				qx[32*b+i] = int8(math.Round(float64(v * id)))
 			}
@@ -44,7 +44,7 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 			var sum float32
 			for b := range nb {
 				blk := row[bs*b : bs*(b+1)]
-				dw := f16ToF32(binary.LittleEndian.Uint16(blk))
+				dw := quant.F16ToF32(binary.LittleEndian.Uint16(blk))
 				if w.Type == gguf.TypeQ8_0 {
 					for i := range 32 {
 						wq[i] = int32(int8(blk[2+i]))
