@@ -13,7 +13,8 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/bench"
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
@@ -62,7 +63,7 @@ func (byteDecoder) Flush() string       { return "" }
 // stepModel takes stepTime per step whatever the batch, and samples 'a'.
 type stepModel struct{ stepTime time.Duration }
 
-func (m stepModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
+func (m stepModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
 	t := time.NewTimer(m.stepTime)
 	defer t.Stop()
 	select {
@@ -70,7 +71,7 @@ func (m stepModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.
 		return nil, ctx.Err()
 	case <-t.C:
 	}
-	res := make([]runtime.Sampled, len(seqs))
+	res := make([]sample.Result, len(seqs))
 	for i := range res {
 		res[i].Token = 3 + 'a'
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/sample"
 
 	"github.com/weft-inference/weft/cuda/gpumem"
 )
@@ -63,8 +64,6 @@ type devLayer struct {
 	attnNorm, ffnNorm, wqkv, bqkv, wo, wgu, wdown uint64
 }
 
-// runtime.Backend is an alias of batch.Backend; importing runtime/batch keeps this
-// package independent of the rest of runtime.
 var _ batch.Backend = (*Backend)(nil)
 
 // NewBackend uploads m to dev and allocates the KV pool and workspace. With
@@ -237,7 +236,7 @@ func (b *Backend) load(m *llama.Model) error {
 		return err
 	}
 
-	perBlock := KVBytesPerBlock(hp, b.kv.BlockSize)
+	perBlock := batch.KVBytesPerBlock(hp.Layers, hp.KVHeads*hp.HeadDim, b.kv.BlockSize, 2) // F16 cache
 	nb := b.kv.NumBlocks
 	if nb == 0 {
 		plan, err := gpumem.BlocksForGPU(gpumem.GPUBudget{
@@ -408,7 +407,7 @@ func (b *Backend) Plan() string { return b.plan }
 // Healthy reports the device's health (false after a sticky CUDA error).
 func (b *Backend) Healthy() (bool, string) { return b.dev.Healthy() }
 
-// Forward runs one step; see runtime.Backend. logits[i], when non-nil, gets
+// Forward runs one step; see batch.Backend. logits[i], when non-nil, gets
 // the last token's logits of seqs[i].
 func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
 	if err := ctx.Err(); err != nil {
@@ -445,20 +444,19 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	})
 }
 
-// ForwardGreedy runs one step and samples greedily on the device: for each
-// seqs[i] with a Sampler, out[i] is the argmax token (lowest id on ties) and
+// ForwardGreedy runs one step and picks greedily on the device: for each
+// seqs[i] with Logits, out[i] is the argmax token (lowest id on ties) and
 // its log-probability over the full softmax; only ids and logprobs are
-// copied back. It ignores the Sampler's parameters: callers use it only for
-// greedy requests without penalties or top logprobs (Engine-side choice);
-// everything else goes through Forward and runtime/sample on the host. The
-// caller still calls Sampler.Accept.
-func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]batch.Sampled, error) {
+// copied back. It is plain argmax, with no penalties or top logprobs, and
+// feeds no sampler: it serves device checks (cuda/cmd/gpucheck) and
+// benchmarks; serving goes through Forward and runtime.Engine's sampling.
+func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]batch.Sampled, len(seqs))
+	out := make([]sample.Result, len(seqs))
 	err := b.dev.do(func() error {
-		p, err := b.step(seqs, func(i int) bool { return seqs[i].Sampler != nil })
+		p, err := b.step(seqs, func(i int) bool { return seqs[i].Logits })
 		if err != nil || p.nout == 0 {
 			return err
 		}
@@ -481,7 +479,7 @@ func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]ba
 			return err
 		}
 		for r, i := range p.outSeq {
-			out[i] = batch.Sampled{Token: h[r], Logprob: math.Float32frombits(uint32(h[b.wsS+r]))}
+			out[i] = sample.Result{Token: h[r], Logprob: math.Float32frombits(uint32(h[b.wsS+r]))}
 		}
 		return nil
 	})

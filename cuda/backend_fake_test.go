@@ -10,7 +10,6 @@ import (
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
-	"github.com/weft-inference/weft/runtime/sample"
 )
 
 func openFake(t *testing.T) *Device {
@@ -42,18 +41,17 @@ func TestBackendFakeDriver(t *testing.T) {
 	}
 	kv := b.KV()
 	// 0.9*80 GiB - 1 GiB in use at start, minus weights and workspace.
-	if kv.NumBlocks < 1000 || kv.BytesPerBlock != KVBytesPerBlock(m.HP, 4) || kv.Type != "f16" {
+	if kv.NumBlocks < 1000 || kv.BytesPerBlock != batch.KVBytesPerBlock(m.HP.Layers, m.HP.KVHeads*m.HP.HeadDim, 4, 2) || kv.Type != "f16" {
 		t.Errorf("KV = %+v", kv)
 	}
 	if !strings.Contains(b.Plan(), "blocks x") {
 		t.Errorf("Plan = %q", b.Plan())
 	}
 
-	greedy := sample.New(sample.Params{}, nil)
 	seqs := []batch.SeqStep{
-		{Seq: 1, Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, Pos: 0, Blocks: []int32{0, 1, 2}, Sampler: greedy},
+		{Seq: 1, Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, Pos: 0, Blocks: []int32{0, 1, 2}, Logits: true},
 		{Seq: 2, Tokens: []int32{5}, Pos: 6, Blocks: []int32{3, 4}},
-		{Seq: 3, Tokens: []int32{7}, Pos: 2, Blocks: []int32{5}, Sampler: greedy},
+		{Seq: 3, Tokens: []int32{7}, Pos: 2, Blocks: []int32{5}, Logits: true},
 	}
 	logits := [][]float32{make([]float32, 96), nil, make([]float32, 96)}
 	if err := b.Forward(context.Background(), seqs, logits); err != nil {

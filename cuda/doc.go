@@ -4,7 +4,7 @@
 //
 // # Layers
 //
-//	cmd/weft ──> cuda.Open / cuda.NewBackend ──> runtime.Backend (Forward)
+//	cmd/weft ──> cuda.Open / cuda.NewBackend ──> batch.Backend (Forward)
 //	                 │
 //	   Go (device_cgo.go, backend_cgo.go): buffers, shapes, launch order, errors
 //	                 │ cgo, one call per kernel launch / GEMM / copy
@@ -56,15 +56,22 @@
 // residual add) → rmsnorm_f16 → GEMM gate|up → swiglu → GEMM down with beta=1.
 // Last: rmsnorm of each wanted sequence's last token and the output GEMM.
 // GEMMs are cublasGemmEx, F16 inputs, FP32 output and CUBLAS_COMPUTE_32F
-// (tensor cores). The arithmetic follows the CPU backend (runtime/llama):
+// (tensor cores). The arithmetic follows the CPU backend (runtime/cpu):
 // F16-rounded activations into F16 GEMMs, F16 KV with F16-rounded q, ggml's
 // RoPE angles, so F16 models should give the same greedy tokens.
 //
-// Sampling: ForwardGreedy runs argmax_logprob on the device (argmax, lowest
-// id on ties, and its log-probability) and copies back only ids and
-// logprobs. Every other sampling parameter (temperature, top-k, top-p,
-// min-p, penalties, seeds, top logprobs) uses Forward and runtime/sample on
-// the host. CUDA graphs are not used.
+// Sampling is not the backend's: Forward returns the logits of the
+// sequences with SeqStep.Logits and runtime.Engine samples them on the host.
+// ForwardGreedy, for device checks and benchmarks, runs argmax_logprob on
+// the device (argmax, lowest id on ties, and its log-probability) and copies
+// back only ids and logprobs. CUDA graphs are not used.
+//
+// # Dependencies
+//
+// The package reads the model from runtime/llama (weights and
+// hyper-parameters), implements runtime/batch's contract and sizes the pool
+// with gpumem and batch.KVBytesPerBlock; it never imports the CPU backend
+// (runtime/cpu) nor the runtime root.
 //
 // # Errors and health
 //

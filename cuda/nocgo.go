@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // This file keeps the package's API when weft is built with CGO_ENABLED=0:
@@ -77,7 +78,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 }
 
 // ForwardGreedy fails with ErrNoDriver.
-func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]batch.Sampled, error) {
+func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]sample.Result, error) {
 	return nil, ErrNoDriver
 }
 

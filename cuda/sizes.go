@@ -25,11 +25,6 @@ const attnMaxHeadDim = 256
 // maxSplit is the most pieces attention splits a KV range into.
 const maxSplit = 16
 
-// KVBytesPerBlock is one F16 KV block over all layers, K and V.
-func KVBytesPerBlock(hp llama.HParams, blockSize int) int64 {
-	return 2 * int64(hp.Layers) * int64(blockSize) * int64(hp.KVHeads*hp.HeadDim) * 2
-}
-
 // WeightBytes is the device memory NewBackend takes for m's weights: every
 // matrix as F16, the token embedding in its stored form, norms and biases
 // as F32.

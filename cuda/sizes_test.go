@@ -29,10 +29,6 @@ func TestAttnSplit(t *testing.T) {
 
 func TestSizes(t *testing.T) {
 	hp := llama.HParams{Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 14336, VocabSize: 128256}
-	// Llama-3-8B: 2 (K,V) x 32 layers x 16 positions x 1024 x 2 bytes = 2 MiB.
-	if got := KVBytesPerBlock(hp, 16); got != 2<<20 {
-		t.Errorf("KVBytesPerBlock = %d, want %d", got, 2<<20)
-	}
 	w := newWorkspace(hp, 1, 1)
 	if w.logits != 4*128256 || w.x != 4*4096 || w.qkv != 4*(4096+2*1024) {
 		t.Errorf("workspace for one token = %+v", w)

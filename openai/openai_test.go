@@ -14,7 +14,9 @@ import (
 
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -29,7 +31,7 @@ type gatedModel struct {
 	steps int
 }
 
-func (g *gatedModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
+func (g *gatedModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
 	g.steps++
 	if g.gate != nil && g.steps > 1 {
 		select {
@@ -38,7 +40,7 @@ func (g *gatedModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtim
 			return nil, ctx.Err()
 		}
 	}
-	return g.m.Step(ctx, seqs)
+	return g.m.Step(ctx, seqs, samplers)
 }
 
 type fixture struct {
@@ -60,7 +62,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", NumBlocks: 256})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", NumBlocks: 256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,17 @@
 // Package runtime loads models and runs decoding steps: it bundles a GGUF
 // file's weights (runtime/llama), tokenizer (runtime/tokenizer) and chat
-// template into a Model, and drives a Backend through an Engine.
+// template into a Model, and drives a batch.Backend through an Engine.
+//
+// # Layout
+//
+//	runtime/batch   the step contract (SeqStep, Backend, KVInfo, KVBytesPerBlock,
+//	                StepErrors); a leaf the scheduler and the backends share
+//	runtime/sample  the per-sequence sampler
+//	runtime/llama   the model: hyper-parameters, GGUF loading, generated models
+//	runtime/cpu     the CPU backend and its KV pool sizing
+//	runtime/quant   tensor formats and the CPU kernels
+//	runtime/gguf, tokenizer, chat   the file, the vocabulary, the chat templates
+//	runtime         Model (all of the above for one file) and Engine
 //
 // # Pieces
 //
@@ -9,11 +20,12 @@
 //     built-in model weft-tiny: random weights generated deterministically in
 //     memory, serialized as GGUF and parsed by the same code as a file. It is
 //     NOT a trained model; it lets weft run with nothing downloaded.
-//   - Backend (defined in runtime/batch, re-exported here) runs the forward
-//     pass of one ragged batch: runtime/llama's CPUBackend or the CUDA one.
+//   - A batch.Backend runs the forward pass of one ragged batch: the CPU
+//     one (runtime/cpu, Model.NewCPUBackend) or the CUDA one (cuda).
 //   - Engine.Step runs Backend.Forward for a batch and samples the next token
-//     of every sequence that carries a Sampler. It implements the
-//     scheduler's Model interface.
+//     of every sequence that asks for logits, with the sampler given beside
+//     it; it is the only place that samples. It implements the scheduler's
+//     Model interface.
 //
 // # Ownership and invariants
 //
@@ -23,19 +35,18 @@
 // use. The Engine keeps one vocabulary-sized logits buffer per batch slot,
 // reused across steps. A backend error fails the whole step; a sampling
 // failure of one sequence (non-finite logits, a panicking sampler) is
-// reported in a StepErrors and fails only that sequence.
+// reported in a batch.StepErrors and fails only that sequence.
 //
 // # Example
 //
 //	m, err := runtime.Load("model.gguf")
 //	if err != nil { ... }
 //	defer m.Close()
-//	be, err := m.NewCPUBackend(llama.CPUConfig{})
+//	be, err := m.NewCPUBackend(cpu.Config{})
 //	eng := runtime.NewEngine(be, m.HP.VocabSize)
 //	ids := m.Tok.Encode("Once upon a time", true, true)
-//	res, err := eng.Step(ctx, []runtime.SeqStep{{
-//		Seq: 1, Tokens: ids, Blocks: []int32{0, 1},
-//		Sampler: sample.New(sample.Params{}, ids),
-//	}})
+//	res, err := eng.Step(ctx,
+//		[]batch.SeqStep{{Seq: 1, Tokens: ids, Blocks: []int32{0, 1}, Logits: true}},
+//		[]*sample.Sampler{sample.New(sample.Params{}, ids)})
 //	next := res[0].Token
 package runtime

@@ -2,20 +2,22 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	goruntime "runtime"
 	"sort"
-	"strings"
 	"sync"
+
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
-// Engine runs steps on a Backend and samples each sequence's next token. It
+// Engine runs steps on a backend and samples each sequence's next token: it
+// is the only place that samples, backends only produce logits. It
 // implements the scheduler's Model interface. Step must not be called
 // concurrently (the step loop owns the engine).
 type Engine struct {
-	b     Backend
+	b     batch.Backend
 	vocab int
 	// logits holds one vocabulary-sized buffer per batch slot, grown to the
 	// largest number of sampled sequences seen and reused.
@@ -25,65 +27,33 @@ type Engine struct {
 }
 
 // NewEngine returns an engine over b for a model with vocabSize logits.
-func NewEngine(b Backend, vocabSize int) *Engine {
+func NewEngine(b batch.Backend, vocabSize int) *Engine {
 	return &Engine{b: b, vocab: vocabSize}
 }
-
-// Backend returns the engine's backend.
-func (e *Engine) Backend() Backend { return e.b }
-
-// SeqError is a sampling failure of one sequence of a step.
-type SeqError struct {
-	Index int    // index in the step's seqs
-	Seq   uint64 // SeqStep.Seq
-	Err   error
-}
-
-func (e SeqError) Error() string { return fmt.Sprintf("sequence %d: %v", e.Seq, e.Err) }
-func (e SeqError) Unwrap() error { return e.Err }
-
-// StepErrors is returned by Step when sampling failed for some sequences
-// only: the results of the other sequences are valid and the caller should
-// fail just the listed ones (errors.As(err, &stepErrs)).
-type StepErrors []SeqError
-
-func (s StepErrors) Error() string {
-	parts := make([]string, len(s))
-	for i, e := range s {
-		parts[i] = e.Error()
-	}
-	return "sampling failed: " + strings.Join(parts, "; ")
-}
-
-// Failed reports whether seqs[i] failed.
-func (s StepErrors) Failed(i int) bool {
-	for _, e := range s {
-		if e.Index == i {
-			return true
-		}
-	}
-	return false
-}
-
-// ErrNonFinite is wrapped in a SeqError when a sequence's logits contain
-// NaN or infinities.
-var ErrNonFinite = errors.New("non-finite logits")
 
 // parallelSample is the number of sampled sequences from which sampling is
 // spread over goroutines.
 const parallelSample = 4
 
-// Step runs one forward pass over seqs and samples every sequence that has
-// a Sampler: results[i] is valid when seqs[i].Sampler != nil.
+// Step runs one forward pass over seqs and samples every sequence that asks
+// for logits: samplers has len(seqs) entries, samplers[i] is non-nil exactly
+// when seqs[i].Logits, and results[i] is valid then.
 //
-// A backend error fails the whole step (results nil). A failure while
-// sampling one sequence (non-finite logits, a panic inside its sampler)
-// fails only that sequence: Step then returns the results together with a
-// StepErrors listing the failed indices; every other result is valid.
-func (e *Engine) Step(ctx context.Context, seqs []SeqStep) ([]Sampled, error) {
+// A backend error, or samplers that do not match seqs, fails the whole
+// step (results nil). A failure while sampling one sequence (non-finite
+// logits, a panic inside its sampler) fails only that sequence: Step then
+// returns the results together with a batch.StepErrors listing the failed
+// indices; every other result is valid.
+func (e *Engine) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
+	if len(samplers) != len(seqs) {
+		return nil, fmt.Errorf("step: %d samplers for %d sequences", len(samplers), len(seqs))
+	}
 	n := 0
-	for _, s := range seqs {
-		if s.Sampler != nil {
+	for i, s := range seqs {
+		if s.Logits != (samplers[i] != nil) {
+			return nil, fmt.Errorf("step: sequence %d: Logits %v but sampler set %v", s.Seq, s.Logits, samplers[i] != nil)
+		}
+		if s.Logits {
 			n++
 		}
 	}
@@ -98,7 +68,7 @@ func (e *Engine) Step(ctx context.Context, seqs []SeqStep) ([]Sampled, error) {
 	idx := e.idx[:0]
 	for i, s := range seqs {
 		slots[i] = nil
-		if s.Sampler != nil {
+		if s.Logits {
 			slots[i] = e.logits[k]
 			k++
 			idx = append(idx, i)
@@ -108,7 +78,7 @@ func (e *Engine) Step(ctx context.Context, seqs []SeqStep) ([]Sampled, error) {
 	if err := e.b.Forward(ctx, seqs, slots); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
-	results := make([]Sampled, len(seqs))
+	results := make([]sample.Result, len(seqs))
 	errs := make([]error, len(seqs))
 	sampleOne := func(i int) {
 		defer func() {
@@ -118,11 +88,11 @@ func (e *Engine) Step(ctx context.Context, seqs []SeqStep) ([]Sampled, error) {
 		}()
 		for _, v := range slots[i] {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				errs[i] = ErrNonFinite
+				errs[i] = batch.ErrNonFinite
 				return
 			}
 		}
-		results[i] = seqs[i].Sampler.Sample(slots[i])
+		results[i] = samplers[i].Sample(slots[i])
 	}
 	if workers := min(goruntime.GOMAXPROCS(0), len(idx)); len(idx) >= parallelSample && workers > 1 {
 		var wg sync.WaitGroup
@@ -143,10 +113,10 @@ func (e *Engine) Step(ctx context.Context, seqs []SeqStep) ([]Sampled, error) {
 			sampleOne(i)
 		}
 	}
-	var se StepErrors
+	var se batch.StepErrors
 	for i, err := range errs {
 		if err != nil {
-			se = append(se, SeqError{Index: i, Seq: seqs[i].Seq, Err: err})
+			se = append(se, batch.SeqError{Index: i, Seq: seqs[i].Seq, Err: err})
 		}
 	}
 	if se != nil {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/tokenizer"
@@ -130,12 +132,12 @@ func (m *Model) Close() error {
 	return m.closeErr
 }
 
-// NewCPUBackend returns a CPU backend for the model.
-func (m *Model) NewCPUBackend(cfg llama.CPUConfig) (*llama.CPUBackend, error) {
-	return llama.NewCPUBackend(m.LM, cfg)
+// NewCPUBackend returns a CPU backend for the model (cpu.New on its weights).
+func (m *Model) NewCPUBackend(cfg cpu.Config) (*cpu.Backend, error) {
+	return cpu.New(m.LM, cfg)
 }
 
-var _ Backend = (*llama.CPUBackend)(nil)
+var _ batch.Backend = (*cpu.Backend)(nil)
 
 // DefaultModelName is the name of the built-in model.
 const DefaultModelName = "weft-tiny"

@@ -11,8 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/chat"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -25,7 +26,7 @@ type fakeBackend struct {
 	calls int
 }
 
-func (f *fakeBackend) Forward(ctx context.Context, seqs []SeqStep, logits [][]float32) error {
+func (f *fakeBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
 	f.calls++
 	if f.err != nil {
 		return f.err
@@ -45,35 +46,38 @@ func (f *fakeBackend) Forward(ctx context.Context, seqs []SeqStep, logits [][]fl
 	}
 	return nil
 }
-func (f *fakeBackend) KV() KVInfo   { return KVInfo{} }
-func (f *fakeBackend) Name() string { return "fake" }
-func (f *fakeBackend) Close() error { return nil }
+func (f *fakeBackend) KV() batch.KVInfo { return batch.KVInfo{} }
+func (f *fakeBackend) Name() string     { return "fake" }
+func (f *fakeBackend) Close() error     { return nil }
 
 func TestEngineStep(t *testing.T) {
 	const vocab = 32
 	for _, n := range []int{1, 3, 9} { // below and above the parallel threshold
 		fb := &fakeBackend{vocab: vocab, nan: map[uint64]bool{4: true}}
 		e := NewEngine(fb, vocab)
-		var seqs []SeqStep
+		var seqs []batch.SeqStep
+		var samplers []*sample.Sampler
 		for i := range n {
-			st := SeqStep{Seq: uint64(i + 1), Tokens: []int32{1}}
+			st := batch.SeqStep{Seq: uint64(i + 1), Tokens: []int32{1}}
+			var smp *sample.Sampler
 			if i%3 != 2 { // every third is a prompt chunk without a sampler
-				st.Sampler = sample.New(sample.Params{}, nil)
+				st.Logits, smp = true, sample.New(sample.Params{}, nil)
 			}
 			seqs = append(seqs, st)
+			samplers = append(samplers, smp)
 		}
-		res, err := e.Step(context.Background(), seqs)
-		var se StepErrors
+		res, err := e.Step(context.Background(), seqs, samplers)
+		var se batch.StepErrors
 		wantFail := n > 3 // sequence 4 (index 3) has NaN logits
 		if wantFail {
-			if !errors.As(err, &se) || len(se) != 1 || se[0].Index != 3 || !errors.Is(se[0], ErrNonFinite) {
+			if !errors.As(err, &se) || len(se) != 1 || se[0].Index != 3 || !errors.Is(se[0], batch.ErrNonFinite) {
 				t.Fatalf("n=%d: err = %v, want one ErrNonFinite at index 3", n, err)
 			}
 		} else if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
 		for i, s := range seqs {
-			if s.Sampler == nil || se.Failed(i) {
+			if !s.Logits || se.Failed(i) {
 				continue
 			}
 			if got, want := res[i].Token, int32(s.Seq)%vocab; got != want {
@@ -86,9 +90,30 @@ func TestEngineStep(t *testing.T) {
 func TestEngineBackendError(t *testing.T) {
 	boom := errors.New("boom")
 	e := NewEngine(&fakeBackend{vocab: 4, err: boom}, 4)
-	_, err := e.Step(context.Background(), []SeqStep{{Seq: 1, Tokens: []int32{0}, Sampler: sample.New(sample.Params{}, nil)}})
+	_, err := e.Step(context.Background(), []batch.SeqStep{{Seq: 1, Tokens: []int32{0}, Logits: true}}, []*sample.Sampler{sample.New(sample.Params{}, nil)})
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
+	}
+}
+
+// TestEngineStepSamplersMatchLogits checks that samplers must be given
+// exactly for the sequences that ask for logits: anything else fails the
+// step before the backend runs.
+func TestEngineStepSamplersMatchLogits(t *testing.T) {
+	smp := sample.New(sample.Params{}, nil)
+	for _, tc := range []struct {
+		name     string
+		seqs     []batch.SeqStep
+		samplers []*sample.Sampler
+	}{
+		{"fewer samplers", []batch.SeqStep{{Seq: 1, Tokens: []int32{0}, Logits: true}}, nil},
+		{"logits without sampler", []batch.SeqStep{{Seq: 1, Tokens: []int32{0}, Logits: true}}, []*sample.Sampler{nil}},
+		{"sampler without logits", []batch.SeqStep{{Seq: 1, Tokens: []int32{0}}}, []*sample.Sampler{smp}},
+	} {
+		fb := &fakeBackend{vocab: 4}
+		if _, err := NewEngine(fb, 4).Step(context.Background(), tc.seqs, tc.samplers); err == nil || fb.calls != 0 {
+			t.Errorf("%s: err %v after %d Forward calls, want an error and none", tc.name, err, fb.calls)
+		}
 	}
 }
 
@@ -127,7 +152,7 @@ func TestLoadDefault(t *testing.T) {
 func greedyIDs(t *testing.T, m *Model, prompt string, n int) []int32 {
 	t.Helper()
 	ids := m.Tok.Encode(prompt, true, true)
-	be, err := m.NewCPUBackend(llama.CPUConfig{KVType: "f32", BlockSize: 16, NumBlocks: 16})
+	be, err := m.NewCPUBackend(cpu.Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +165,7 @@ func greedyIDs(t *testing.T, m *Model, prompt string, n int) []int32 {
 	var out []int32
 	toks, pos := ids, 0
 	for range n {
-		res, err := e.Step(context.Background(), []SeqStep{{Seq: 1, Tokens: toks, Pos: pos, Blocks: blocks, Sampler: smp}})
+		res, err := e.Step(context.Background(), []batch.SeqStep{{Seq: 1, Tokens: toks, Pos: pos, Blocks: blocks, Logits: true}}, []*sample.Sampler{smp})
 		if err != nil {
 			t.Fatal(err)
 		}

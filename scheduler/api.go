@@ -116,10 +116,11 @@ type Stats struct {
 
 // The implementation (scheduler.go and friends) provides, exactly:
 //
-//	// Model runs one step of the batch and samples: results[i] is valid when
-//	// seqs[i].Sampler != nil. runtime.Engine implements it.
+//	// Model runs one step of the batch and samples: samplers[i] is non-nil
+//	// exactly when seqs[i].Logits, and results[i] is valid then.
+//	// runtime.Engine implements it.
 //	type Model interface {
-//		Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error)
+//		Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error)
 //	}
 //	// TextDecoder turns generated ids into UTF-8 text incrementally
 //	// (*tokenizer.StreamDecoder implements it).

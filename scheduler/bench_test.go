@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 // BenchmarkBatching runs the seed workload (16-token prompts, answers
@@ -36,7 +36,7 @@ func BenchmarkBatching(b *testing.B) {
 }
 
 func runSeedWorkload(b *testing.B, m *runtime.Model, batching string, capacity, requests int) (float64, Stats) {
-	be, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, NumBlocks: 512})
+	be, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, NumBlocks: 512})
 	if err != nil {
 		b.Fatal(err)
 	}

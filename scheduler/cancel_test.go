@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 )
 
 // Cancellation in every phase frees every block, and the stream ends once
@@ -46,7 +46,7 @@ func TestCancelEveryPhase(t *testing.T) {
 				var target *Stream
 				var in int
 				h := startHarness(t, cfg, func(m *fakeModel) {
-					m.onStep = func(step int, seqs []runtime.SeqStep) {
+					m.onStep = func(step int, seqs []batch.SeqStep) {
 						mu.Lock()
 						defer mu.Unlock()
 						if target == nil || tc.when == nil {
@@ -55,7 +55,7 @@ func TestCancelEveryPhase(t *testing.T) {
 						for _, s := range seqs {
 							if s.Seq == target.id {
 								in++
-								if tc.when(step, in, s.Sampler != nil) {
+								if tc.when(step, in, s.Logits) {
 									target.Cancel()
 								}
 							}

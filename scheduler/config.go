@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
-// Model runs one step of the batch and samples: results[i] is valid when
-// seqs[i].Sampler != nil. runtime.Engine implements it.
+// Model runs one step of the batch and samples: samplers[i] is non-nil
+// exactly when seqs[i].Logits, and results[i] is valid then. A
+// batch.StepErrors fails only the sequences it lists. runtime.Engine
+// implements it.
 type Model interface {
-	Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error)
+	Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error)
 }
 
 // TextDecoder turns generated ids into UTF-8 text incrementally
@@ -53,10 +56,10 @@ var (
 // Config configures a Scheduler. Zero values take the defaults noted.
 type Config struct {
 	// BlockSize is the number of token positions per KV block
-	// (runtime.KVInfo.BlockSize). Required.
+	// (batch.KVInfo.BlockSize). Required.
 	BlockSize int
 	// NumBlocks is the number of blocks in the KV pool
-	// (runtime.KVInfo.NumBlocks). Required.
+	// (batch.KVInfo.NumBlocks). Required.
 	NumBlocks int
 	// MaxSeqs caps the number of sequences in one batch (running
 	// sequences). Default 256.

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -70,12 +70,13 @@ type core struct {
 	scratch int32        // static mode: first scratch block (ids scratch.. are outside the ledger)
 	live    int          // received and not done: len(waiting) + len(running)
 
-	entries []entry
-	batch   []runtime.SeqStep
-	budget  int
-	planNo  uint64
-	rankSeq uint64
-	hits    []int32 // scratch for prefix lookups
+	entries  []entry
+	batch    []batch.SeqStep
+	samplers []*sample.Sampler // samplers[k] goes with batch[k] (nil when !batch[k].Logits)
+	budget   int
+	planNo   uint64
+	rankSeq  uint64
+	hits     []int32 // scratch for prefix lookups
 
 	// queued counts requests submitted but never admitted (Submit's bound);
 	// shared with Submit, which increments it.
@@ -235,9 +236,10 @@ func (c *core) grow(i, want int, self bool) bool {
 	return true
 }
 
-// plan builds the next step's batch. An empty batch means there is nothing
-// to do until an event arrives.
-func (c *core) plan(now time.Time) []runtime.SeqStep {
+// plan builds the next step's batch and the sampler of each row that asks
+// for logits. An empty batch means there is nothing to do until an event
+// arrives.
+func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	c.planNo++
 	c.entries = c.entries[:0]
 	c.budget = c.cfg.MaxBatchTokens
@@ -247,43 +249,49 @@ func (c *core) plan(now time.Time) []runtime.SeqStep {
 		c.planContinuous(now)
 	}
 	c.batch = c.batch[:0]
+	c.samplers = c.samplers[:0]
 	for _, e := range c.entries {
 		if e.dropped {
 			continue
 		}
 		if pp := e.ppad; pp != nil {
-			c.batch = append(c.batch, runtime.SeqStep{
+			c.batch = append(c.batch, batch.SeqStep{
 				Seq:    pp.sq.id,
 				Tokens: pp.toks[pp.done : pp.done+e.n],
 				Pos:    pp.done,
 				Blocks: pp.blocks,
 			})
+			c.samplers = append(c.samplers, nil)
 			continue
 		}
 		if p := e.pad; p != nil {
-			c.batch = append(c.batch, runtime.SeqStep{
-				Seq:     p.sq.id,
-				Tokens:  []int32{p.tok},
-				Pos:     p.pos,
-				Blocks:  p.blocks,
-				Sampler: p.sampler,
+			c.batch = append(c.batch, batch.SeqStep{
+				Seq:    p.sq.id,
+				Tokens: []int32{p.tok},
+				Pos:    p.pos,
+				Blocks: p.blocks,
+				Logits: true,
 			})
+			c.samplers = append(c.samplers, p.sampler)
 			continue
 		}
-		st := runtime.SeqStep{
+		st := batch.SeqStep{
 			Seq:    e.sq.id,
 			Tokens: e.sq.tokens[e.sq.computed : e.sq.computed+e.n],
 			Pos:    e.sq.computed,
 			Blocks: e.sq.blocks,
+			Logits: e.sample,
 		}
+		var smp *sample.Sampler
 		if e.sample {
-			st.Sampler = e.sq.sampler
+			smp = e.sq.sampler
 		}
 		c.batch = append(c.batch, st)
+		c.samplers = append(c.samplers, smp)
 	}
 	// Compact so entries[k] matches batch[k].
 	c.entries = slices.DeleteFunc(c.entries, func(e entry) bool { return e.dropped })
-	return c.batch
+	return c.batch, c.samplers
 }
 
 func (c *core) planContinuous(now time.Time) {
@@ -602,10 +610,10 @@ func (c *core) maybeEndGroup() {
 // apply takes the step's results: it advances every planned sequence,
 // registers newly full blocks in the prefix cache, and handles the sampled
 // tokens, finishing sequences (and freeing their blocks) as they end.
-func (c *core) apply(results []runtime.Sampled, err error, now time.Time) {
-	// A runtime.StepErrors fails only the sequences it lists; any other
+func (c *core) apply(results []sample.Result, err error, now time.Time) {
+	// A batch.StepErrors fails only the sequences it lists; any other
 	// error fails the whole batch (but not the scheduler).
-	var seqErrs runtime.StepErrors
+	var seqErrs batch.StepErrors
 	if err != nil && errors.As(err, &seqErrs) && len(results) >= len(c.entries) {
 		err = nil
 	} else {
@@ -689,7 +697,7 @@ func (c *core) registerFull(sq *seq) {
 }
 
 // onToken appends a sampled token to sq and applies the stop conditions.
-func (c *core) onToken(sq *seq, res runtime.Sampled, now time.Time) {
+func (c *core) onToken(sq *seq, res sample.Result, now time.Time) {
 	tok := res.Token
 	sq.tokens = append(sq.tokens, tok)
 	sq.generated++

@@ -35,13 +35,13 @@ func (r *coreRig) add(id uint64, req Request) *seq {
 // step runs one step and returns the ids in the batch.
 func (r *coreRig) step() []uint64 {
 	r.t.Helper()
-	batch := r.c.plan(r.now)
+	seqs, samplers := r.c.plan(r.now)
 	var ids []uint64
-	for _, s := range batch {
+	for _, s := range seqs {
 		ids = append(ids, s.Seq)
 	}
-	if len(batch) > 0 {
-		res, err := r.m.Step(context.Background(), batch)
+	if len(seqs) > 0 {
+		res, err := r.m.Step(context.Background(), seqs, samplers)
 		r.c.apply(res, err, r.now)
 	}
 	if err := r.c.check(); err != nil {

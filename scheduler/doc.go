@@ -156,7 +156,7 @@
 //     prompt paddings (of any member of the current group).
 //
 // A failed step fails the sequences in it (only the ones a
-// runtime.StepErrors lists, when the model returns one), never the
+// batch.StepErrors lists, when the model returns one), never the
 // scheduler. When Run returns, every stream in flight ends with FinishError and
 // ErrClosed, and every block is back. Every stream ends exactly once: its
 // last Event carries Final, after which Recv returns io.EOF.

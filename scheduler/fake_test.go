@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 const stepDur = 10 * time.Millisecond
@@ -32,7 +33,7 @@ type fakeModel struct {
 	next func(history []int32) int32
 	// onStep, when set, runs at the start of every step (the loop
 	// goroutine) with the step's index from 1.
-	onStep func(step int, seqs []runtime.SeqStep)
+	onStep func(step int, seqs []batch.SeqStep)
 	fail   func(step int) error
 
 	mu    sync.Mutex
@@ -83,14 +84,14 @@ func reference(prompt []int32, n int, next func([]int32) int32) []int32 {
 	return h[len(prompt):]
 }
 
-func (f *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
+func (f *fakeModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
 	f.mu.Lock()
 	step := len(f.steps) + 1
 	rec := stepRec{}
 	for _, s := range seqs {
 		rec.seqs = append(rec.seqs, s.Seq)
 		rec.n = append(rec.n, len(s.Tokens))
-		rec.sampled = append(rec.sampled, s.Sampler != nil)
+		rec.sampled = append(rec.sampled, s.Logits)
 	}
 	f.steps = append(f.steps, rec)
 	f.mu.Unlock()
@@ -103,7 +104,7 @@ func (f *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime
 			return nil, err
 		}
 	}
-	res := make([]runtime.Sampled, len(seqs))
+	res := make([]sample.Result, len(seqs))
 	var hist []int32
 	for i, s := range seqs {
 		end := s.Pos + len(s.Tokens)
@@ -115,7 +116,7 @@ func (f *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime
 			p := s.Pos + j
 			f.kv[s.Blocks[p/f.bs]][p%f.bs] = t
 		}
-		if s.Sampler == nil {
+		if !s.Logits {
 			continue
 		}
 		hist = hist[:0]

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -238,7 +238,7 @@ func TestStaticGroups(t *testing.T) {
 		var mu sync.Mutex
 		var sizes []int
 		h := newHarness(t, cfg, func(m *fakeModel) {
-			m.onStep = func(step int, seqs []runtime.SeqStep) {
+			m.onStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				sizes = append(sizes, len(seqs))
 				mu.Unlock()
@@ -275,7 +275,7 @@ func TestStaticGroups(t *testing.T) {
 	})
 }
 
-// A sampling failure of one sequence (runtime.StepErrors) fails only it.
+// A sampling failure of one sequence (batch.StepErrors) fails only it.
 func TestStepErrorOneSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bad := errors.New("non-finite")
@@ -309,15 +309,15 @@ type failOne struct {
 	err    error
 }
 
-func (f *failOne) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
-	res, err := f.fakeModel.Step(ctx, seqs)
+func (f *failOne) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
+	res, err := f.fakeModel.Step(ctx, seqs, samplers)
 	if err != nil {
 		return res, err
 	}
-	var errs runtime.StepErrors
+	var errs batch.StepErrors
 	for i, s := range seqs {
-		if s.Seq == f.victim() && s.Sampler != nil {
-			errs = append(errs, runtime.SeqError{Index: i, Seq: s.Seq, Err: f.err})
+		if s.Seq == f.victim() && s.Logits {
+			errs = append(errs, batch.SeqError{Index: i, Seq: s.Seq, Err: f.err})
 		}
 	}
 	if errs != nil {

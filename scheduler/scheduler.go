@@ -220,8 +220,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		now := time.Now()
 		c.expire(now)
-		batch := c.plan(now)
-		if len(batch) == 0 {
+		seqs, samplers := c.plan(now)
+		if len(seqs) == 0 {
 			s.publish()
 			var timerC <-chan time.Time
 			if d, ok := c.nextWake(now, s.cfg.CapacityRetry); ok {
@@ -241,7 +241,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			timer.Stop()
 			continue
 		}
-		results, err := s.model.Step(ctx, batch)
+		results, err := s.model.Step(ctx, seqs, samplers)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // The seed's case: answers of 6, 50 and 300 tokens. Continuous batching
@@ -252,19 +252,20 @@ func BenchmarkSchedulerStep256(b *testing.B) {
 	for range 256 {
 		add()
 	}
-	results := make([]runtime.Sampled, 256)
+	results := make([]sample.Result, 256)
 	now := time.Unix(0, 0)
 	// Warm up: admit and prefill everyone.
 	for c.stats.Steps < 2 || len(c.running) < 256 {
-		c.apply(results[:len(c.plan(now))], nil, now)
+		rows, _ := c.plan(now)
+		c.apply(results[:len(rows)], nil, now)
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		batch := c.plan(now)
-		for k := range batch {
+		rows, _ := c.plan(now)
+		for k := range rows {
 			results[k].Token = int32(i % 1000)
 		}
-		c.apply(results[:len(batch)], nil, now)
+		c.apply(results[:len(rows)], nil, now)
 		for c.live < 256 {
 			add()
 		}

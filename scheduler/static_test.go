@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 )
 
 // rowRec is one row of a recorded step.
@@ -23,10 +23,10 @@ type rowRec struct {
 func recordRows(mu *sync.Mutex, steps *[][]rowRec) func(*fakeModel) {
 	return func(m *fakeModel) {
 		prev := m.onStep
-		m.onStep = func(step int, seqs []runtime.SeqStep) {
+		m.onStep = func(step int, seqs []batch.SeqStep) {
 			rows := make([]rowRec, len(seqs))
 			for i, s := range seqs {
-				rows[i] = rowRec{s.Seq, s.Pos, len(s.Tokens), slices.Clone(s.Blocks), s.Sampler != nil}
+				rows[i] = rowRec{s.Seq, s.Pos, len(s.Tokens), slices.Clone(s.Blocks), s.Logits}
 			}
 			mu.Lock()
 			*steps = append(*steps, rows)
@@ -264,7 +264,7 @@ func TestStaticCancelKeepsRow(t *testing.T) {
 		used := map[int]int{}
 		var s *Scheduler
 		h := newHarness(t, cfg, func(m *fakeModel) {
-			m.onStep = func(step int, seqs []runtime.SeqStep) {
+			m.onStep = func(step int, seqs []batch.SeqStep) {
 				mu.Lock()
 				used[step] = s.Stats().KVBlocksUsed // after step-1
 				mu.Unlock()

@@ -13,7 +13,7 @@ type Stream struct {
 	// cancel ends the request's derived context; the AfterFunc registered on
 	// it tells the loop.
 	cancel context.CancelFunc
-	id     uint64 // the sequence id (runtime.SeqStep.Seq)
+	id     uint64 // the sequence id (batch.SeqStep.Seq)
 
 	mu      sync.Mutex
 	pending Event // everything not yet handed to the reader, merged

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -130,7 +131,7 @@ func refGenerate(prompt []int32, n int) []int32 {
 	return hist[len(prompt):]
 }
 
-func (m *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime.Sampled, error) {
+func (m *fakeModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
 	if m.gate != nil {
 		select {
 		case <-m.gate:
@@ -140,13 +141,13 @@ func (m *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]runtime.Sampled, len(seqs))
+	out := make([]sample.Result, len(seqs))
 	for i, s := range seqs {
 		for j, t := range s.Tokens {
 			p := s.Pos + j
 			m.kv[s.Blocks[p/m.bs]][p%m.bs] = t
 		}
-		if s.Sampler == nil {
+		if !s.Logits {
 			continue
 		}
 		n := s.Pos + len(s.Tokens)
@@ -154,7 +155,7 @@ func (m *fakeModel) Step(ctx context.Context, seqs []runtime.SeqStep) ([]runtime
 		for p := max(0, n-window); p < n; p++ {
 			hist[p] = m.kv[s.Blocks[p/m.bs]][p%m.bs]
 		}
-		out[i] = runtime.Sampled{Token: nextToken(hist)}
+		out[i] = sample.Result{Token: nextToken(hist)}
 	}
 	return out, nil
 }

@@ -19,7 +19,7 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -36,7 +36,7 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", NumBlocks: 256})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", NumBlocks: 256})
 	if err != nil {
 		m.Close()
 		tb.Fatal(err)

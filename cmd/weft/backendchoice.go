@@ -5,7 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 // pickBackend builds the backend that --backend choice (auto, cpu, cuda)
@@ -13,7 +14,7 @@ import (
 // why it is the one: cpu and cuda as asked (cuda fails without CUDA);
 // auto takes CUDA when this binary has it and it opens, else the CPU with
 // what CUDA answered. co configures the CUDA backend, cc the CPU one.
-func pickBackend(m *runtime.Model, choice string, co cudaOptions, cc llama.CPUConfig) (runtime.Backend, string, error) {
+func pickBackend(m *runtime.Model, choice string, co cudaOptions, cc cpu.Config) (batch.Backend, string, error) {
 	why := "--backend " + choice
 	if choice != "cpu" {
 		switch {

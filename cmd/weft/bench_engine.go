@@ -12,8 +12,9 @@ import (
 
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
-	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
@@ -21,7 +22,7 @@ import (
 // process, on the CPU backend — prompt tokens/s, single-sequence decode
 // tokens/s and aggregate decode tokens/s with several sequences in one
 // batch, plus the memory-bandwidth bound of a decode step. It is the
-// command-line twin of `go test -bench Forward ./runtime/llama`, for any
+// command-line twin of `go test -bench Forward ./runtime/cpu`, for any
 // GGUF file (for example one written by `weft gen-model`).
 func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench --engine", flag.ContinueOnError)
@@ -132,11 +133,11 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	// newBackend builds the chosen backend with room for seqs sequences of
 	// perSeq tokens each and returns the blocks per sequence.
 	var backendName, backendWhy string
-	newBackend := func(seqs, tokens int) (runtime.Backend, int, error) {
+	newBackend := func(seqs, tokens int) (batch.Backend, int, error) {
 		const bs = 16
 		b, why, err := pickBackend(m, *backendFlag,
 			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
-			llama.CPUConfig{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)})
+			cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -167,7 +168,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		st := runtime.SeqStep{Tokens: make([]int32, *promptLen)}
+		st := batch.SeqStep{Tokens: make([]int32, *promptLen)}
 		for i := range st.Tokens {
 			st.Tokens[i] = tok(i)
 		}
@@ -175,7 +176,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			st.Blocks = append(st.Blocks, int32(i))
 		}
 		lg := [][]float32{make([]float32, vocab)}
-		seqs := []runtime.SeqStep{st}
+		seqs := []batch.SeqStep{st}
 		if err := b.Forward(ctx, seqs, lg); err != nil { // warm-up
 			b.Close()
 			return err
@@ -203,7 +204,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		seqs := make([]runtime.SeqStep, n)
+		seqs := make([]batch.SeqStep, n)
 		lg := make([][]float32, n)
 		for i := range seqs {
 			for j := range perSeq {
@@ -211,11 +212,11 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 			lg[i] = make([]float32, vocab)
 			if *ctxLen > 0 {
-				pre := runtime.SeqStep{Blocks: seqs[i].Blocks, Tokens: make([]int32, *ctxLen)}
+				pre := batch.SeqStep{Blocks: seqs[i].Blocks, Tokens: make([]int32, *ctxLen)}
 				for k := range pre.Tokens {
 					pre.Tokens[k] = tok(i + k)
 				}
-				if err := b.Forward(ctx, []runtime.SeqStep{pre}, [][]float32{nil}); err != nil {
+				if err := b.Forward(ctx, []batch.SeqStep{pre}, [][]float32{nil}); err != nil {
 					b.Close()
 					return err
 				}

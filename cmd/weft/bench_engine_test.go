@@ -12,7 +12,8 @@ import (
 
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 func TestBenchEngineJSON(t *testing.T) {
@@ -88,8 +89,8 @@ func runEngineJSON(t *testing.T, got any, flags ...string) {
 func TestBenchEngineBackend(t *testing.T) {
 	saved := newCUDABackend
 	t.Cleanup(func() { newCUDABackend = saved })
-	newCUDABackend = func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (runtime.Backend, error) {
-		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 32, NumBlocks: o.MaxSeqs * 4})
+	newCUDABackend = func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (batch.Backend, error) {
+		b, err := m.NewCPUBackend(cpu.Config{BlockSize: 32, NumBlocks: o.MaxSeqs * 4})
 		return renamed{b, "fake-cuda"}, err
 	}
 	peaks := []string{"--seqs", "1,2", "--prompt", "8", "--context", "4", "--steps", "2", "--prompt-reps", "1",

@@ -25,7 +25,7 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 // writeSelfSigned writes a self-signed certificate for dnsName (no IP
@@ -75,7 +75,7 @@ func startSecureServe(t *testing.T, cert, key, token string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f16", Threads: 2, NumBlocks: 64})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f16", Threads: 2, NumBlocks: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

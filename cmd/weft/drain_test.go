@@ -21,7 +21,8 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/server"
 )
 
@@ -29,7 +30,7 @@ import (
 // progress and that none comes after it: the scheduler loop must have
 // ended before serve's caller releases weights and KV memory.
 type guardBackend struct {
-	runtime.Backend
+	batch.Backend
 	inFlight  atomic.Int32
 	closed    atomic.Bool
 	violation atomic.Value // string: what went wrong first
@@ -37,7 +38,7 @@ type guardBackend struct {
 
 func (g *guardBackend) fail(msg string) { g.violation.CompareAndSwap(nil, msg) }
 
-func (g *guardBackend) Forward(ctx context.Context, seqs []runtime.SeqStep, logits [][]float32) error {
+func (g *guardBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
 	g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	if g.closed.Load() {
@@ -107,7 +108,7 @@ func readStream(s grpc.ServerStreamingClient[inferencev1.GenerateResponse], firs
 // backend was not in use when it was closed.
 func drainRound(t *testing.T, m *runtime.Model, streams int, drainTimeout time.Duration, second bool) (drained int) {
 	t.Helper()
-	cb, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f16", Threads: 2})
+	cb, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f16", Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

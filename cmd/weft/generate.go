@@ -13,7 +13,8 @@ import (
 
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -166,7 +167,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	const bs = 16
 	b, why, err := pickBackend(m, c.Backend,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
-		llama.CPUConfig{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
+		cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +199,12 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	var next int32
 	for pos < len(prompt) {
 		n := min(c.Chunk, len(prompt)-pos)
-		st := runtime.SeqStep{Seq: 1, Tokens: prompt[pos : pos+n], Pos: pos, Blocks: blocks}
+		st := batch.SeqStep{Seq: 1, Tokens: prompt[pos : pos+n], Pos: pos, Blocks: blocks}
+		var stepSmp *sample.Sampler
 		if pos+n == len(prompt) {
-			st.Sampler = smp
+			st.Logits, stepSmp = true, smp
 		}
-		r, err := eng.Step(ctx, []runtime.SeqStep{st})
+		r, err := eng.Step(ctx, []batch.SeqStep{st}, []*sample.Sampler{stepSmp})
 		if err != nil {
 			return nil, err
 		}
@@ -221,8 +223,8 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		if len(res.TokenIDs) == maxTokens {
 			break
 		}
-		st := runtime.SeqStep{Seq: 1, Tokens: []int32{next}, Pos: pos, Blocks: blocks, Sampler: smp}
-		r, err := eng.Step(ctx, []runtime.SeqStep{st})
+		st := batch.SeqStep{Seq: 1, Tokens: []int32{next}, Pos: pos, Blocks: blocks, Logits: true}
+		r, err := eng.Step(ctx, []batch.SeqStep{st}, []*sample.Sampler{smp})
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 func TestGenerateJSONMatchesGolden(t *testing.T) {
@@ -124,7 +125,7 @@ func TestGenModelTiny(t *testing.T) {
 
 // renamed is a backend under another name (a stand-in for the CUDA one).
 type renamed struct {
-	runtime.Backend
+	batch.Backend
 	name string
 }
 
@@ -135,19 +136,19 @@ func (r renamed) Name() string { return r.name }
 func TestGenerateBackend(t *testing.T) {
 	saved := newCUDABackend
 	t.Cleanup(func() { newCUDABackend = saved })
-	noGPU := func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error) {
+	noGPU := func(*runtime.Model, cudaOptions, *slog.Logger) (batch.Backend, error) {
 		return nil, errors.New("no GPU found")
 	}
-	fakeGPU := func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (runtime.Backend, error) {
+	fakeGPU := func(m *runtime.Model, o cudaOptions, _ *slog.Logger) (batch.Backend, error) {
 		if o.MaxSeqs != 1 {
 			t.Errorf("cuda options %+v: want MaxSeqs 1", o)
 		}
-		b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 32, NumBlocks: 8, KVType: "f32"})
+		b, err := m.NewCPUBackend(cpu.Config{BlockSize: 32, NumBlocks: 8, KVType: "f32"})
 		return renamed{b, "fake-cuda"}, err
 	}
 	tests := []struct {
 		name    string
-		hook    func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error)
+		hook    func(*runtime.Model, cudaOptions, *slog.Logger) (batch.Backend, error)
 		backend string
 		want    string // the JSON's backend, after the CPU backend's name or as a whole
 		wantErr string

@@ -35,7 +35,8 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/server"
 )
 
@@ -62,11 +63,11 @@ func refusalOf(err error) refused {
 
 // gatedBackend holds every forward pass until gate is closed.
 type gatedBackend struct {
-	runtime.Backend
+	batch.Backend
 	gate chan struct{}
 }
 
-func (g *gatedBackend) Forward(ctx context.Context, seqs []runtime.SeqStep, logits [][]float32) error {
+func (g *gatedBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
 	<-g.gate
 	return g.Backend.Forward(ctx, seqs, logits)
 }
@@ -94,7 +95,7 @@ func TestServeDrainKeepsListenerAndHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	cb, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f16", Threads: 2})
+	cb, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f16", Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

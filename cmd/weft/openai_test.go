@@ -21,7 +21,7 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 )
 
 // TestServeHTTPGreedyMatchesGenerate: serve with --http-addr answers
@@ -34,7 +34,7 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", Threads: 2})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestServeHTTPTLSAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", Threads: 2})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

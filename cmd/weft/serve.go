@@ -23,7 +23,8 @@ import (
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
 )
@@ -166,7 +167,7 @@ type cudaOptions struct {
 
 // newCUDABackend is the CUDA hook: serve_cuda.go sets it to build a backend
 // for m. Nil means this binary has no CUDA support.
-var newCUDABackend func(m *runtime.Model, o cudaOptions, log *slog.Logger) (runtime.Backend, error)
+var newCUDABackend func(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.Backend, error)
 
 // errNoCUDA is returned for --backend cuda when CUDA is unavailable.
 var errNoCUDA = errors.New("--backend cuda: this weft binary has no CUDA support (built without cgo/CUDA) or no GPU was found")
@@ -185,70 +186,6 @@ type memoryWatcher interface {
 	MemoryCollectors() []prometheus.Collector
 }
 
-// CPU KV pool defaults.
-const (
-	cpuBlockSize = 16
-	// cpuRAMFraction is the share of RAM that weights and KV may take
-	// together when --kv-memory is 0.
-	cpuRAMFraction = 0.5
-	// defaultMaxSeqs mirrors the scheduler's MaxSeqs default; the default
-	// pool never holds more than MaxSeqs full contexts.
-	defaultMaxSeqs = 256
-)
-
-// cpuKVInput is what the CPU pool sizing needs (separate from the model so
-// tests can size hypothetical machines).
-type cpuKVInput struct {
-	KVMemory     int64  // --kv-memory; 0: fraction of RAM
-	TotalRAM     uint64 // MemTotal; 0: unknown (then only the cap applies)
-	WeightsBytes uint64 // model weights held in RAM
-	Layers       int
-	KVDim        int // KV heads x head dim
-	ContextLen   int
-	MaxSeqs      int // 0: defaultMaxSeqs
-	BlockSize    int
-	ElemBytes    int // 2 for an F16 cache
-}
-
-// planCPUKV sizes the CPU KV pool. With --kv-memory it is exactly
-// floor(kv-memory / bytes-per-block) blocks. Without, the budget is
-// cpuRAMFraction of RAM less the weights, capped at what MaxSeqs sequences
-// of the full context need (a tiny model never gets gigabytes).
-func planCPUKV(in cpuKVInput) (gpumem.Plan, error) {
-	per := gpumem.KVBytesPerBlock(in.Layers, in.KVDim, in.BlockSize, in.ElemBytes)
-	if in.KVMemory > 0 {
-		p, err := gpumem.BlocksForCPU(uint64(in.KVMemory), per, in.BlockSize)
-		if err != nil {
-			return p, fmt.Errorf("--kv-memory: %w", err)
-		}
-		p.Explain += " (--kv-memory)"
-		return p, nil
-	}
-	seqs := in.MaxSeqs
-	if seqs <= 0 {
-		seqs = defaultMaxSeqs
-	}
-	capBlocks := uint64(seqs) * uint64((in.ContextLen+in.BlockSize-1)/in.BlockSize)
-	capBytes := capBlocks * per
-	budget, why := capBytes, fmt.Sprintf("max-seqs %d x context %d", seqs, in.ContextLen)
-	if in.TotalRAM > 0 {
-		ram, err := gpumem.CPUBudget(in.TotalRAM, in.WeightsBytes, cpuRAMFraction)
-		if err != nil {
-			return gpumem.Plan{}, fmt.Errorf("sizing the KV pool from RAM (set --kv-memory): %w", err)
-		}
-		if ram < capBytes {
-			budget = ram
-			why = fmt.Sprintf("%.2f x %s RAM less %s weights", cpuRAMFraction, gpumem.GiB(in.TotalRAM), gpumem.GiB(in.WeightsBytes))
-		}
-	}
-	p, err := gpumem.BlocksForCPU(budget, per, in.BlockSize)
-	if err != nil {
-		return p, err
-	}
-	p.Explain += " (" + why + ")"
-	return p, nil
-}
-
 // weightsBytes is the size of m's tensors in its file (0 if unknown).
 func weightsBytes(m *runtime.Model) uint64 {
 	if m.File == nil {
@@ -263,7 +200,7 @@ func weightsBytes(m *runtime.Model) uint64 {
 
 // newBackend picks the backend for m; why says why (for the log and
 // GetModelInfo).
-func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b runtime.Backend, why string, err error) {
+func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
 	if c.Backend == "cuda" || c.Backend == "auto" {
 		if newCUDABackend != nil {
 			b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
@@ -285,19 +222,19 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b runtime.Ba
 	} else {
 		why = "--backend " + c.Backend
 	}
-	in := cpuKVInput{
+	pool := cpu.PoolConfig{
 		KVMemory: c.KVMemory, WeightsBytes: weightsBytes(m),
 		Layers: m.HP.Layers, KVDim: m.HP.KVHeads * m.HP.HeadDim, ContextLen: m.HP.ContextLen,
-		MaxSeqs: c.MaxSeqs, BlockSize: cpuBlockSize, ElemBytes: 2,
+		MaxSeqs: c.MaxSeqs, KVType: "f16",
 	}
 	if c.KVMemory == 0 {
-		ram, err := gpumem.SystemMemory()
+		ram, err := cpu.SystemMemory()
 		if err != nil {
 			log.Warn("RAM size unknown; KV pool capped by max-seqs x context only", "err", err)
 		}
-		in.TotalRAM = ram
+		pool.TotalRAM = ram
 	}
-	plan, err := planCPUKV(in)
+	plan, err := cpu.PlanPool(pool)
 	if err != nil {
 		return nil, "", err
 	}
@@ -305,7 +242,7 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b runtime.Ba
 		return nil, "", fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
 	}
 	log.Info("kv pool sized", "plan", plan.String())
-	cb, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: cpuBlockSize, KVType: "f16", NumBlocks: plan.NumBlocks})
+	cb, err := m.NewCPUBackend(cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks})
 	if err != nil {
 		return nil, "", err
 	}
@@ -315,7 +252,7 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b runtime.Ba
 // serveDeps are what serve runs on: a loaded model and its backend.
 type serveDeps struct {
 	Model   *runtime.Model
-	Backend runtime.Backend
+	Backend batch.Backend
 	// BackendWhy says why this backend runs ("--backend cpu", "CUDA
 	// unavailable: ..."); GetModelInfo reports it after the backend's name.
 	BackendWhy string

@@ -10,6 +10,7 @@ import (
 	"github.com/weft-inference/weft/cuda"
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -22,7 +23,7 @@ func init() { newCUDABackend = openCUDABackend }
 // cudaBlockSize is the KV block size on the GPU (positions per block).
 const cudaBlockSize = 16
 
-func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (runtime.Backend, error) {
+func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.Backend, error) {
 	dev, err := cuda.Open(cuda.Config{Device: o.Device})
 	if err != nil {
 		return nil, err
@@ -32,7 +33,7 @@ func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (runtime
 		// --kv-memory pins the pool; otherwise the backend sizes it from
 		// the GPU's memory (--gpu-memory-utilization of the total, as vLLM
 		// does) and Plan shows the arithmetic.
-		per := cuda.KVBytesPerBlock(m.HP, cudaBlockSize)
+		per := batch.KVBytesPerBlock(m.HP.Layers, m.HP.KVHeads*m.HP.HeadDim, cudaBlockSize, 2) // the GPU caches F16
 		kv.NumBlocks = int(o.KVBytes / per)
 		if kv.NumBlocks < 1 {
 			dev.Close()

@@ -24,7 +24,8 @@ import (
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -32,7 +33,7 @@ import (
 // server stops (and serve's result is checked) at cleanup.
 func startServe(t *testing.T, m *runtime.Model, kvType string) (inferencev1.InferenceServiceClient, string, string) {
 	t.Helper()
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: kvType, Threads: 2})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: kvType, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestServeGoldenStories260K(t *testing.T) {
 // over a fake NVML source (memoryWatcher) and a settable health
 // (healthReporter), the two things serve takes from the CUDA backend.
 type fakeGPU struct {
-	*llama.CPUBackend
+	*cpu.Backend
 	gate      scheduler.Capacity
 	cols      []prometheus.Collector
 	unhealthy atomic.Pointer[string]
@@ -297,12 +298,12 @@ func (s *fakeSource) Snapshot() (gpumem.Info, error) {
 
 func newFakeGPU(t *testing.T, m *runtime.Model, src gpumem.Source) *fakeGPU {
 	t.Helper()
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f16", Threads: 2})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f16", Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	f := &fakeGPU{CPUBackend: b}
+	f := &fakeGPU{Backend: b}
 	if src != nil {
 		gate, err := gpumem.NewGate(src, gpumem.GateConfig{PauseBelow: 100, ResumeAbove: 200, Interval: time.Nanosecond}, nil)
 		if err != nil {
@@ -463,7 +464,7 @@ func TestServeFallbackReason(t *testing.T) {
 	defer m.Close()
 	saved := newCUDABackend
 	t.Cleanup(func() { newCUDABackend = saved })
-	newCUDABackend = func(*runtime.Model, cudaOptions, *slog.Logger) (runtime.Backend, error) {
+	newCUDABackend = func(*runtime.Model, cudaOptions, *slog.Logger) (batch.Backend, error) {
 		return nil, errors.New("cuInit: CUDA_ERROR_NO_DEVICE")
 	}
 	log := slog.New(slog.DiscardHandler)
@@ -496,45 +497,5 @@ func TestServeFallbackReason(t *testing.T) {
 	}
 	if _, _, err := newBackend(serveConfig{Backend: "cuda", GPUMemUtil: 0.9}, m, log); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NO_DEVICE") {
 		t.Errorf("--backend cuda with no device: %v", err)
-	}
-}
-
-func TestPlanCPUKV(t *testing.T) {
-	// 2 layers x kv dim 64 x 16 positions x K,V x f16 = 8 KiB per block.
-	base := cpuKVInput{Layers: 2, KVDim: 64, ContextLen: 512, BlockSize: 16, ElemBytes: 2}
-	with := func(f func(*cpuKVInput)) cpuKVInput { in := base; f(&in); return in }
-	const per = 8 << 10
-	for _, tc := range []struct {
-		name    string
-		in      cpuKVInput
-		blocks  int
-		wantErr bool
-	}{
-		{"kv-memory exact", with(func(in *cpuKVInput) { in.KVMemory = 64 * per }), 64, false},
-		{"kv-memory rounds down", with(func(in *cpuKVInput) { in.KVMemory = 64*per + per - 1 }), 64, false},
-		{"kv-memory ignores the cap", with(func(in *cpuKVInput) { in.KVMemory = 1 << 30; in.MaxSeqs = 1 }), (1 << 30) / per, false},
-		{"kv-memory below a block", with(func(in *cpuKVInput) { in.KVMemory = per - 1 }), 0, true},
-		// 256 seqs x 32 blocks of context, far below half of 24 GiB.
-		{"default capped by max-seqs x context", with(func(in *cpuKVInput) { in.TotalRAM = 24 << 30 }), 256 * 32, false},
-		{"max-seqs 4", with(func(in *cpuKVInput) { in.TotalRAM = 24 << 30; in.MaxSeqs = 4 }), 4 * 32, false},
-		{"RAM unknown: the cap", base, 256 * 32, false},
-		// Half of 64 MiB = 32 MiB, less 16 MiB of weights = 16 MiB = 2048 blocks.
-		{"default limited by RAM", with(func(in *cpuKVInput) { in.TotalRAM = 64 << 20; in.WeightsBytes = 16 << 20; in.ContextLen = 8192 }), 2048, false},
-		{"weights fill RAM", with(func(in *cpuKVInput) { in.TotalRAM = 64 << 20; in.WeightsBytes = 40 << 20 }), 0, true},
-	} {
-		p, err := planCPUKV(tc.in)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("%s: err %v, want error %v", tc.name, err, tc.wantErr)
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		if p.NumBlocks != tc.blocks || p.BytesPerBlock != per || p.Tokens != tc.blocks*16 {
-			t.Errorf("%s: %d blocks of %d bytes (%d tokens), want %d blocks of %d: %s", tc.name, p.NumBlocks, p.BytesPerBlock, p.Tokens, tc.blocks, per, p)
-		}
-		if !strings.Contains(p.String(), "per block") {
-			t.Errorf("%s: plan %q lacks the arithmetic", tc.name, p)
-		}
 	}
 }

@@ -1,14 +1,13 @@
-// Package gpumem decides how much memory weft may take for its KV cache and
-// watches the GPU while it runs.
+// Package gpumem decides how much GPU memory weft may take for its KV cache
+// and watches the GPU while it runs. (The CPU pool is sized by runtime/cpu.)
 //
 // It has three parts, all usable without a GPU:
 //
-//   - Sizing (sizing.go): pure functions that turn a memory budget into a
-//     number of KV blocks. BlocksForGPU follows vLLM's rule
+//   - Sizing (sizing.go): BlocksForGPU, a pure function that turns the
+//     device's memory into a number of KV blocks by vLLM's rule
 //     (num_blocks = (utilization*total - used_at_start - weights - workspace) /
-//     bytes_per_block); BlocksForCPU sizes the CPU pool from a byte budget or a
-//     fraction of RAM. Each returns a Plan whose String is the log line with
-//     the arithmetic.
+//     bytes_per_block, the block's size from batch.KVBytesPerBlock). It
+//     returns a Plan whose String is the log line with the arithmetic.
 //   - Tracking (source.go, nvml_cgo.go, collector.go): a Source yields memory
 //     snapshots. OpenNVML reads them from NVML through go-nvml, which dlopens
 //     libnvidia-ml at run time; a machine without the library or the driver

@@ -1,12 +1,8 @@
 package gpumem
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 )
 
 // DefaultUtilization is the default --gpu-memory-utilization: the fraction of
@@ -116,64 +112,6 @@ func makePlan(n, perBlock uint64, blockSize int, prefix string) Plan {
 	p.Explain = fmt.Sprintf("%s -> %d blocks x %d bytes per block = %s, %d tokens of %d per block",
 		prefix, p.NumBlocks, perBlock, GiB(p.KVBytes), p.Tokens, blockSize)
 	return p
-}
-
-// BlocksForCPU sizes the CPU KV pool from a byte budget (--kv-memory):
-// blocks = floor(budget / bytes_per_block). It fails with ErrNoRoom when not
-// one block fits.
-func BlocksForCPU(budget, bytesPerBlock uint64, blockSize int) (Plan, error) {
-	switch {
-	case bytesPerBlock == 0:
-		return Plan{}, errors.New("gpumem: bytes per block is 0")
-	case blockSize <= 0:
-		return Plan{}, fmt.Errorf("gpumem: block size %d must be positive", blockSize)
-	case budget < bytesPerBlock:
-		return Plan{}, fmt.Errorf("%w: kv memory budget %d bytes is less than one block of %d bytes", ErrNoRoom, budget, bytesPerBlock)
-	}
-	return makePlan(budget/bytesPerBlock, bytesPerBlock, blockSize, fmt.Sprintf("kv pool (cpu): budget %s", GiB(budget))), nil
-}
-
-// CPUBudget returns the KV budget in bytes as a fraction of totalRAM, less the
-// weights held in RAM (they are usually memory-mapped and count too).
-func CPUBudget(totalRAM, weightsBytes uint64, fraction float64) (uint64, error) {
-	if fraction <= 0 || fraction > 1 {
-		return 0, fmt.Errorf("gpumem: kv memory fraction %g is not in (0, 1]", fraction)
-	}
-	b := uint64(fraction * float64(totalRAM))
-	if b <= weightsBytes {
-		return 0, fmt.Errorf("%w: %.2f x %s RAM = %s does not exceed the %s of weights", ErrNoRoom, fraction, GiB(totalRAM), GiB(b), GiB(weightsBytes))
-	}
-	return b - weightsBytes, nil
-}
-
-// KVBytesPerBlock is the size of one KV block over all layers, K and V:
-// 2 * layers * blockSize * kvDim * elemBytes (2 for an F16 cache, 4 for F32).
-func KVBytesPerBlock(layers, kvDim, blockSize, elemBytes int) uint64 {
-	return 2 * uint64(layers) * uint64(blockSize) * uint64(kvDim) * uint64(elemBytes)
-}
-
-// SystemMemory returns MemTotal from /proc/meminfo in bytes.
-func SystemMemory() (uint64, error) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, fmt.Errorf("gpumem: read meminfo: %w", err)
-	}
-	return parseMemTotal(data)
-}
-
-func parseMemTotal(data []byte) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) >= 2 && string(f[0]) == "MemTotal:" {
-			kb, err := strconv.ParseUint(string(f[1]), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("gpumem: meminfo MemTotal %q: %w", f[1], err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, errors.New("gpumem: no MemTotal in meminfo")
 }
 
 // GiB formats a byte count as GiB with two decimals.

@@ -1,18 +1,6 @@
-// Package batch defines the contract between the step loop and a compute
-// backend: one decoding step's ragged batch (SeqStep), the Backend that runs
-// it and the shape of its paged KV pool (KVInfo).
-//
-// The types live here rather than in package runtime so that backends
-// (runtime/llama, cuda) can implement Backend while package runtime bundles
-// models and backends; package runtime re-exports every name as an alias
-// (runtime.SeqStep is batch.SeqStep), so code may use either.
 package batch
 
-import (
-	"context"
-
-	"github.com/weft-inference/weft/runtime/sample"
-)
+import "context"
 
 // SeqStep is one sequence's share of a decoding step: a prompt chunk or a
 // single decode token, with the KV blocks it reads and writes.
@@ -28,17 +16,15 @@ type SeqStep struct {
 	// Blocks is the block table: Blocks[i] holds positions
 	// [i*BlockSize, (i+1)*BlockSize). It covers at least Pos+len(Tokens) positions.
 	Blocks []int32
-	// Sampler, when non-nil, asks for a token to be sampled from the logits of
-	// the last token of Tokens (the step that ends a prompt, or a decode step).
-	// Nil for prompt chunks that do not end the prompt.
-	Sampler *sample.Sampler
+	// Logits is true when the step must produce the logits of the last token
+	// of Tokens (the step that ends a prompt, or a decode step), so that the
+	// next token can be sampled from them. False for prompt chunks that do
+	// not end the prompt.
+	Logits bool
 }
 
-// Sampled is what a step returns for one SeqStep with a Sampler.
-type Sampled = sample.Result
-
 // Backend runs the model's forward pass on a ragged batch. It is the one wide
-// interface of weft: the CPU backend (runtime/llama) and the CUDA backend
+// interface of weft: the CPU backend (runtime/cpu) and the CUDA backend
 // (cuda/) implement it.
 //
 // Forward, as a plain loop:
@@ -73,8 +59,18 @@ type KVInfo struct {
 	BlockSize int
 	// NumBlocks is the number of blocks in the pool.
 	NumBlocks int
-	// BytesPerBlock is the memory one block takes over all layers, K and V.
+	// BytesPerBlock is the memory one block takes over all layers, K and V
+	// (KVBytesPerBlock).
 	BytesPerBlock int64
 	// Type is the element type of the cache: "f16" or "f32".
 	Type string
+}
+
+// KVBytesPerBlock is the memory one KV block takes over all layers, K and V:
+// 2 * layers * blockSize * kvDim * elemBytes, where kvDim is KV heads x head
+// dimension and elemBytes is 2 for an F16 cache, 4 for F32. Every backend
+// and every pool sizing uses it, so that the pool the sizing planned is the
+// pool the backend allocates.
+func KVBytesPerBlock(layers, kvDim, blockSize, elemBytes int) int64 {
+	return 2 * int64(layers) * int64(blockSize) * int64(kvDim) * int64(elemBytes)
 }

@@ -2,9 +2,9 @@
 //
 // A Sampler belongs to one sequence. The scheduler makes it with New from the
 // request's Params (checked first with Params.Validate, whose errors wrap
-// ErrInvalidParams and map to InvalidArgument) and the prompt tokens, hands
-// it to the backend in runtime.SeqStep, and calls Sample once per generated
-// token. Sample records the token it returns; Accept is only for tokens that
+// ErrInvalidParams and map to InvalidArgument) and the prompt tokens, and
+// hands it to runtime.Engine.Step beside the sequence's batch.SeqStep; the
+// engine calls Sample once per generated token (backends never see it). Sample records the token it returns; Accept is only for tokens that
 // did not come from Sample (forced tokens, or replaying the generated tokens
 // into a Sampler rebuilt for a resumed sequence).
 //

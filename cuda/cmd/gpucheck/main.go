@@ -33,14 +33,10 @@ import (
 
 	"github.com/weft-inference/weft/cuda"
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/sample"
 )
-
-// samplerMarker marks a step as wanting a token (ForwardGreedy ignores its
-// parameters).
-var samplerMarker = sample.New(sample.Params{}, nil)
 
 type config struct {
 	models   string
@@ -305,7 +301,7 @@ func greedy(b batch.Backend, seqs []*seqRun, start []int, steps, vocab int) ([][
 			if step < start[i] || len(s.toks) >= steps {
 				continue
 			}
-			st := batch.SeqStep{Seq: uint64(i), Blocks: s.blocks}
+			st := batch.SeqStep{Seq: uint64(i), Blocks: s.blocks, Logits: true}
 			if len(s.toks) == 0 {
 				st.Tokens, st.Pos = s.prompt, 0
 			} else {
@@ -367,11 +363,11 @@ func correctness(c config, r *report, dev *cuda.Device, m model) error {
 	hp := m.m.HP
 	maxLen := 64 + c.steps + 8
 	nb := 8 * ((maxLen + blockSize - 1) / blockSize)
-	cpu, err := llama.NewCPUBackend(m.m, llama.CPUConfig{BlockSize: blockSize, NumBlocks: nb, KVType: "f16"})
+	cpuB, err := cpu.New(m.m, cpu.Config{BlockSize: blockSize, NumBlocks: nb, KVType: "f16"})
 	if err != nil {
 		return err
 	}
-	defer cpu.Close()
+	defer cpuB.Close()
 	gpu, err := cuda.NewBackend(dev, m.m, cuda.KVConfig{BlockSize: blockSize, NumBlocks: nb, MaxBatchTokens: 512, MaxSeqs: 8})
 	if err != nil {
 		return err
@@ -384,7 +380,7 @@ func correctness(c config, r *report, dev *cuda.Device, m model) error {
 	// CPU vs CUDA, one sequence.
 	cs := []*seqRun{newSeq(ps[1], maxLen, 0)}
 	gs := []*seqRun{newSeq(ps[1], maxLen, 0)}
-	cl, err := greedy(cpu, cs, []int{0}, c.steps, hp.VocabSize)
+	cl, err := greedy(cpuB, cs, []int{0}, c.steps, hp.VocabSize)
 	if err != nil {
 		return fmt.Errorf("cpu: %w", err)
 	}
@@ -409,7 +405,7 @@ func correctness(c config, r *report, dev *cuda.Device, m model) error {
 		Detail: fmt.Sprintf("%d of %d identical; cpu %v; cuda %v", same, c.steps, cs[0].toks, gs[0].toks)})
 
 	// Sampling on the device: argmax and its logprob against the host's.
-	gr, err := gpu.ForwardGreedy(context.Background(), []batch.SeqStep{{Tokens: ps[1], Blocks: newSeq(ps[1], maxLen, int32(7*per)).blocks, Sampler: samplerMarker}})
+	gr, err := gpu.ForwardGreedy(context.Background(), []batch.SeqStep{{Tokens: ps[1], Blocks: newSeq(ps[1], maxLen, int32(7*per)).blocks, Logits: true}})
 	if err != nil {
 		return fmt.Errorf("cuda greedy: %w", err)
 	}
@@ -470,7 +466,7 @@ func throughput(c config, r *report, dev *cuda.Device, m model) error {
 	}
 	defer gpu.Close()
 	weights := float64(cuda.WeightBytes(m.m)) - float64(len(m.m.TokEmbd.Data))
-	kvPerTok := float64(cuda.KVBytesPerBlock(hp, 1))
+	kvPerTok := float64(batch.KVBytesPerBlock(hp.Layers, hp.KVHeads*hp.HeadDim, 1, 2))
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range sizes {
@@ -499,14 +495,13 @@ func throughput(c config, r *report, dev *cuda.Device, m model) error {
 		for i := range seqs {
 			seqs[i].Tokens = seqs[i].Tokens[:1]
 			seqs[i].Pos = c.promptN
-			seqs[i].Sampler = nil
 		}
 		promptDur := time.Since(t0)
 		// Decode: greedy on the device; untimed warm-up step first.
 		dec := make([]batch.SeqStep, n)
 		copy(dec, seqs)
 		for i := range dec {
-			dec[i].Sampler = samplerMarker
+			dec[i].Logits = true
 		}
 		if _, err := gpu.ForwardGreedy(ctx, dec); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"context"
@@ -9,59 +9,15 @@ import (
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
-// CPUConfig configures the CPU backend.
-type CPUConfig struct {
-	// BlockSize is the number of token positions per KV block (default 16).
-	BlockSize int
-	// NumBlocks is the number of blocks in the KV pool (default: enough for
-	// four sequences of the model's full context length).
-	NumBlocks int
-	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
-	KVType string
-	// Threads is the thread count Name reports (default quant.Workers()).
-	// Attention and the matmuls share quant's worker pool, which has
-	// quant.SetWorkers' count of goroutines, or GOMAXPROCS at first use
-	// (cmd/weft runs GOMAXPROCS one above it, so report the pool).
-	Threads int
-}
-
-func (c *CPUConfig) validate(hp HParams) error {
-	if c.BlockSize == 0 {
-		c.BlockSize = 16
-	}
-	if c.BlockSize < 1 || c.BlockSize > 4096 {
-		return fmt.Errorf("llama: BlockSize %d out of range [1, 4096]", c.BlockSize)
-	}
-	switch c.KVType {
-	case "":
-		c.KVType = "f16"
-	case "f16", "f32":
-	default:
-		return fmt.Errorf("llama: KVType %q (want f16 or f32)", c.KVType)
-	}
-	if c.NumBlocks == 0 {
-		c.NumBlocks = (4*hp.ContextLen + c.BlockSize - 1) / c.BlockSize
-	}
-	if c.NumBlocks < 1 || c.NumBlocks > 1<<24 {
-		return fmt.Errorf("llama: NumBlocks %d out of range", c.NumBlocks)
-	}
-	if c.Threads == 0 {
-		c.Threads = quant.Workers()
-	}
-	if c.Threads < 1 {
-		return fmt.Errorf("llama: Threads %d < 1", c.Threads)
-	}
-	return nil
-}
-
-// CPUBackend runs a Model on the CPU with a paged KV cache. Forward must not
+// Backend runs a llama.Model on the CPU with a paged KV cache. Forward must not
 // be called concurrently (the scheduler's single step loop calls it).
-type CPUBackend struct {
-	m     *Model
-	cfg   CPUConfig
+type Backend struct {
+	m     *llama.Model
+	cfg   Config
 	kvDim int
 	qDim  int
 	f16   bool
@@ -97,15 +53,15 @@ type attnWorker struct {
 	qg, sc, og, vt []float32
 }
 
-var _ batch.Backend = (*CPUBackend)(nil)
+var _ batch.Backend = (*Backend)(nil)
 
-// NewCPUBackend allocates the KV pool for m.
-func NewCPUBackend(m *Model, cfg CPUConfig) (*CPUBackend, error) {
+// New allocates the KV pool for m.
+func New(m *llama.Model, cfg Config) (*Backend, error) {
 	if err := cfg.validate(m.HP); err != nil {
 		return nil, err
 	}
 	hp := m.HP
-	b := &CPUBackend{m: m, cfg: cfg, kvDim: hp.KVHeads * hp.HeadDim, qDim: hp.Heads * hp.HeadDim, f16: cfg.KVType == "f16"}
+	b := &Backend{m: m, cfg: cfg, kvDim: hp.KVHeads * hp.HeadDim, qDim: hp.Heads * hp.HeadDim, f16: cfg.KVType == "f16"}
 	n := cfg.NumBlocks * cfg.BlockSize * b.kvDim
 	for range hp.Layers {
 		if b.f16 {
@@ -122,39 +78,39 @@ func NewCPUBackend(m *Model, cfg CPUConfig) (*CPUBackend, error) {
 }
 
 // KV describes the pool.
-func (b *CPUBackend) KV() batch.KVInfo {
-	el := int64(4)
+func (b *Backend) KV() batch.KVInfo {
+	el := 4
 	if b.f16 {
 		el = 2
 	}
 	return batch.KVInfo{
 		BlockSize:     b.cfg.BlockSize,
 		NumBlocks:     b.cfg.NumBlocks,
-		BytesPerBlock: 2 * el * int64(b.cfg.BlockSize) * int64(b.kvDim) * int64(b.m.HP.Layers),
+		BytesPerBlock: batch.KVBytesPerBlock(b.m.HP.Layers, b.kvDim, b.cfg.BlockSize, el),
 		Type:          b.cfg.KVType,
 	}
 }
 
 // Name is "cpu" with the KV type and thread count.
-func (b *CPUBackend) Name() string {
+func (b *Backend) Name() string {
 	return fmt.Sprintf("cpu (kv %s, %d threads)", b.cfg.KVType, b.cfg.Threads)
 }
 
 // Close drops the KV pool.
-func (b *CPUBackend) Close() error {
+func (b *Backend) Close() error {
 	b.k16, b.v16, b.k32, b.v32 = nil, nil, nil, nil
 	return nil
 }
 
 // ErrBadStep is wrapped by Forward's errors for malformed SeqSteps.
-var ErrBadStep = errors.New("llama: invalid step")
+var ErrBadStep = errors.New("cpu: invalid step")
 
-func (b *CPUBackend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, error) {
+func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, error) {
 	if len(logits) != len(seqs) {
 		return 0, fmt.Errorf("%w: %d logits slots for %d sequences", ErrBadStep, len(logits), len(seqs))
 	}
 	if b.k16 == nil && b.k32 == nil {
-		return 0, errors.New("llama: backend is closed")
+		return 0, errors.New("cpu: backend is closed")
 	}
 	total := 0
 	bs := b.cfg.BlockSize
@@ -187,7 +143,7 @@ func (b *CPUBackend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, e
 	return total, nil
 }
 
-func (b *CPUBackend) grow(total, nLogits int) {
+func (b *Backend) grow(total, nLogits int) {
 	hp := b.m.HP
 	s := &b.s
 	if total > s.cap {
@@ -213,7 +169,7 @@ func (b *CPUBackend) grow(total, nLogits int) {
 }
 
 // Forward runs one step for a ragged batch: see batch.Backend.
-func (b *CPUBackend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
+func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]float32) error {
 	total, err := b.checkStep(seqs, logits)
 	if err != nil || total == 0 {
 		return err
@@ -331,7 +287,7 @@ var perTokensMin = 16 << 10
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
 // pos·base^(-2i/d) computed by repeated float32 multiplication, divided by
 // the frequency factor when there is one.
-func (b *CPUBackend) ropeTable(cs []float32, pos int32) {
+func (b *Backend) ropeTable(cs []float32, pos int32) {
 	theta := float32(pos)
 	for i := 0; i < b.m.HP.HeadDim/2; i++ {
 		th := theta
@@ -346,7 +302,7 @@ func (b *CPUBackend) ropeTable(cs []float32, pos int32) {
 
 // rope rotates the heads of one token's q or k in place by the angles in
 // cs (see ropeTable): adjacent pairs (2i, 2i+1), or (i, i+d/2) for NEOX.
-func (b *CPUBackend) rope(x []float32, heads int, cs []float32) {
+func (b *Backend) rope(x []float32, heads int, cs []float32) {
 	hd := b.m.HP.HeadDim
 	half := hd / 2
 	for h := 0; h < heads; h++ {
@@ -367,13 +323,13 @@ func (b *CPUBackend) rope(x []float32, heads int, cs []float32) {
 // Cache layout: per layer, block-major, then KV head, then slot:
 // element (block, g, slot, i) is at ((block*KVHeads+g)*BlockSize+slot)*HeadDim+i,
 // so one KV head's rows of a block are contiguous.
-func (b *CPUBackend) kvOff(block int32, g, slot int) int {
+func (b *Backend) kvOff(block int32, g, slot int) int {
 	return ((int(block)*b.m.HP.KVHeads+g)*b.cfg.BlockSize + slot) * b.m.HP.HeadDim
 }
 
 // storeKV writes each token's K and V into its sequence's blocks (rounded
 // to F16 for an F16 cache).
-func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
+func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	bs, kd, hd := b.cfg.BlockSize, b.kvDim, b.m.HP.HeadDim
 	var k16, v16 []uint16
 	if b.f16 { // convert all rows at once (F16C), then scatter
@@ -406,7 +362,7 @@ func (b *CPUBackend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
 // Items are spread over quant's worker pool.
-func (b *CPUBackend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
+func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
 	hp := b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
@@ -446,7 +402,7 @@ const attnParallelMin = 64 << 10
 // cache in place (quant.AttendF16/AttendF32, one call per token for the
 // whole group); long ones gather the head's rows and take
 // attendGroupMatMul.
-func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
+func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
@@ -475,7 +431,7 @@ func (b *CPUBackend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, to
 // gatherKV copies head g's K and V rows of positions 0..n-1 of the sequence
 // (converted to F32) into the worker's scratch, block by block (a block's
 // rows of one head are contiguous).
-func (b *CPUBackend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n int) (kk, vv []float32) {
+func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n int) (kk, vv []float32) {
 	hd, bs := b.m.HP.HeadDim, b.cfg.BlockSize
 	if len(w.k) < n*hd {
 		w.k = make([]float32, max(n*hd, 2*len(w.k)))
@@ -504,7 +460,7 @@ const attnMatMulMin = 16
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
 // (quant.MatMul on the gathered F32 rows), with the causal mask applied
 // between them. kk and vv hold the n gathered K and V rows.
-func (b *CPUBackend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) {
+func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads

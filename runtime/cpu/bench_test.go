@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 // vocabKVs reads the tokenizer keys of a vocab-only GGUF.
@@ -56,17 +57,17 @@ func BenchmarkForward(b *testing.B) {
 	dir := b.TempDir()
 	parent := b
 	var toks []gguf.KV
-	models := map[gguf.Type]*Model{}
+	models := map[gguf.Type]*llama.Model{}
 	// model generates the synth-110m model of type typ on first use, so a
 	// -bench filter only pays for the types it selects.
-	model := func(b *testing.B, typ gguf.Type) *Model {
+	model := func(b *testing.B, typ gguf.Type) *llama.Model {
 		if m, ok := models[typ]; ok {
 			return m
 		}
 		if toks == nil {
 			toks = vocabKVs(b, "vocab/ggml-vocab-llama-spm.gguf")
 		}
-		cfg, err := Preset("synth-110m")
+		cfg, err := llama.Preset("synth-110m")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func BenchmarkForward(b *testing.B) {
 			b.Fatal(err)
 		}
 		w := bufio.NewWriter(out)
-		if err := Generate(cfg, w); err != nil {
+		if err := llama.Generate(cfg, w); err != nil {
 			b.Fatal(err)
 		}
 		if err := w.Flush(); err != nil {
@@ -89,7 +90,7 @@ func BenchmarkForward(b *testing.B) {
 			b.Fatal(err)
 		}
 		parent.Cleanup(func() { f.Close() }) // the model outlives this sub-benchmark
-		m, err := FromGGUF(f)
+		m, err := llama.FromGGUF(f)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func BenchmarkForward(b *testing.B) {
 	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K} {
 		b.Run(typ.String()+"/prompt128", func(b *testing.B) {
 			m := model(b, typ)
-			be, err := NewCPUBackend(m, CPUConfig{BlockSize: 16, NumBlocks: 8})
+			be, err := New(m, Config{BlockSize: 16, NumBlocks: 8})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +125,7 @@ func BenchmarkForward(b *testing.B) {
 				m := model(b, typ)
 				const ctxLen, bs = 64, 16
 				perSeq := (ctxLen + 64) / bs
-				be, err := NewCPUBackend(m, CPUConfig{BlockSize: bs, NumBlocks: nSeq * perSeq})
+				be, err := New(m, Config{BlockSize: bs, NumBlocks: nSeq * perSeq})
 				if err != nil {
 					b.Fatal(err)
 				}

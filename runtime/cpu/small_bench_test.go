@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // tokens/s on one thread, docs/reference-numbers.md).
 func BenchmarkStories260KDecode(b *testing.B) {
 	m := loadModel(b, "models/stories260K.gguf")
-	be, err := NewCPUBackend(m, CPUConfig{KVType: "f32", BlockSize: 16, NumBlocks: 16})
+	be, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
 	if err != nil {
 		b.Fatal(err)
 	}

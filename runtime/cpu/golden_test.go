@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 type goldenFile struct {
@@ -45,14 +46,14 @@ func readGolden(t testing.TB, rel string) goldenFile {
 	return g
 }
 
-func loadModel(t testing.TB, rel string) *Model {
+func loadModel(t testing.TB, rel string) *llama.Model {
 	t.Helper()
 	f, err := gguf.Open(shareddata.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	m, err := FromGGUF(f)
+	m, err := llama.FromGGUF(f)
 	if err != nil {
 		t.Fatalf("%s: %v", rel, err)
 	}
@@ -86,7 +87,7 @@ func argmax(x []float32) int32 {
 // greedy runs prompt in one step, then one token per step, and returns the
 // generated tokens and the logits of every step. With forced non-nil, the
 // fed tokens are forced (teacher forcing) instead of the argmax.
-func greedy(t testing.TB, b *CPUBackend, prompt []int32, n int, forced []int32) ([]int32, [][]float32) {
+func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]int32, [][]float32) {
 	t.Helper()
 	V := b.m.HP.VocabSize
 	r := newSeqRunner(0, (len(prompt)+n+b.cfg.BlockSize)/b.cfg.BlockSize+1)
@@ -158,7 +159,7 @@ func checkGoldenExact(t *testing.T, model, golden, kv string, tol float64) {
 	t.Helper()
 	m := loadModel(t, model)
 	g := readGolden(t, golden)
-	b, err := NewCPUBackend(m, CPUConfig{KVType: kv, BlockSize: 16, NumBlocks: 64})
+	b, err := New(m, Config{KVType: kv, BlockSize: 16, NumBlocks: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestStories260KQuantGolden(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
 			m := loadModel(t, c.model)
 			g := readGolden(t, c.golden)
-			b, err := NewCPUBackend(m, CPUConfig{KVType: c.kv, BlockSize: 16, NumBlocks: 64})
+			b, err := New(m, Config{KVType: c.kv, BlockSize: 16, NumBlocks: 64})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestPerTokensSplitMatchesSerial(t *testing.T) {
 		old := perTokensMin
 		perTokensMin = minFloats
 		defer func() { perTokensMin = old }()
-		b, err := NewCPUBackend(m, CPUConfig{BlockSize: bs, NumBlocks: n/bs + 1})
+		b, err := New(m, Config{BlockSize: bs, NumBlocks: n/bs + 1})
 		if err != nil {
 			t.Fatal(err)
 		}

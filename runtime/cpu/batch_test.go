@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func TestRaggedBatchMatchesSolo(t *testing.T) {
 		t.Run(kv, func(t *testing.T) {
 			m := loadModel(t, "models/stories260K.gguf")
 			const nSeq, nGen, bs = 16, 12, 8
-			b, err := NewCPUBackend(m, CPUConfig{KVType: kv, BlockSize: bs, NumBlocks: nSeq * 16})
+			b, err := New(m, Config{KVType: kv, BlockSize: bs, NumBlocks: nSeq * 16})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestRaggedBatchMatchesSolo(t *testing.T) {
 
 func TestForwardRejectsBadSteps(t *testing.T) {
 	m := loadModel(t, "models/stories260K.gguf")
-	b, err := NewCPUBackend(m, CPUConfig{BlockSize: 4, NumBlocks: 4})
+	b, err := New(m, Config{BlockSize: 4, NumBlocks: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestForwardRejectsBadSteps(t *testing.T) {
 // the batch.
 func TestForwardSteadyStateAllocs(t *testing.T) {
 	m := loadModel(t, "models/stories260K.gguf")
-	b, err := NewCPUBackend(m, CPUConfig{BlockSize: 16, NumBlocks: 64})
+	b, err := New(m, Config{BlockSize: 16, NumBlocks: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

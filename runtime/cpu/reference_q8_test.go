@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"encoding/binary"

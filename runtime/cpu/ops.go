@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"encoding/binary"
@@ -66,7 +66,7 @@ func dequantRow(w quant.Weight, r int, dst []float32) {
 			err = quant.Dequantize(w.Type, w.Data[r*rb:(r+1)*rb], dst[:w.Cols])
 		}
 		if err != nil {
-			panic(fmt.Sprintf("llama: dequantRow: %v", err)) // load validated the type and size
+			panic(fmt.Sprintf("cpu: dequantRow: %v", err)) // load validated the type and size
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package llama
+package cpu
 
 import (
 	"math"
@@ -39,7 +39,7 @@ func TestSynthGolden(t *testing.T) {
 		t.Run(c.typ, func(t *testing.T) {
 			m := loadModel(t, "synth/models/synth-256-"+c.typ+".gguf")
 			g := readGolden(t, "synth/golden/synth-256-"+c.typ+".json")
-			b, err := NewCPUBackend(m, CPUConfig{KVType: "f32", BlockSize: 16, NumBlocks: 16})
+			b, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
 			if err != nil {
 				t.Fatal(err)
 			}

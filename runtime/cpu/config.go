@@ -1,0 +1,55 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// Config configures the CPU backend.
+type Config struct {
+	// BlockSize is the number of token positions per KV block; 0 means
+	// DefaultBlockSize.
+	BlockSize int
+	// NumBlocks is the number of blocks in the KV pool; 0 means enough for
+	// four sequences of the model's full context length. PlanPool sizes it
+	// from a memory budget or the machine's RAM.
+	NumBlocks int
+	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
+	KVType string
+	// Threads is the thread count Name reports (default quant.Workers()).
+	// Attention and the matmuls share quant's worker pool, which has
+	// quant.SetWorkers' count of goroutines, or GOMAXPROCS at first use
+	// (cmd/weft runs GOMAXPROCS one above it, so report the pool).
+	Threads int
+}
+
+func (c *Config) validate(hp llama.HParams) error {
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.BlockSize < 1 || c.BlockSize > 4096 {
+		return fmt.Errorf("cpu: BlockSize %d out of range [1, 4096]", c.BlockSize)
+	}
+	switch c.KVType {
+	case "":
+		c.KVType = "f16"
+	case "f16", "f32":
+	default:
+		return fmt.Errorf("cpu: KVType %q (want f16 or f32)", c.KVType)
+	}
+	if c.NumBlocks == 0 {
+		c.NumBlocks = (4*hp.ContextLen + c.BlockSize - 1) / c.BlockSize
+	}
+	if c.NumBlocks < 1 || c.NumBlocks > 1<<24 {
+		return fmt.Errorf("cpu: NumBlocks %d out of range", c.NumBlocks)
+	}
+	if c.Threads == 0 {
+		c.Threads = quant.Workers()
+	}
+	if c.Threads < 1 {
+		return fmt.Errorf("cpu: Threads %d < 1", c.Threads)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package cpu is weft's CPU backend: it runs a runtime/llama Model on the
+// CPU with a paged KV cache, implementing batch.Backend, and sizes its own
+// KV pool.
+//
+// # The backend
+//
+// New(m, Config) allocates a KV pool of Config.NumBlocks blocks of
+// BlockSize positions, per layer, K and V, in F16 (default, like llama.cpp)
+// or F32. Forward runs ONE pass for a ragged batch: all tokens of all
+// sequences (prompt chunks and single decode tokens) form one activation
+// matrix, so each weight matrix is read once per step (quant.MatMul with
+// n = total tokens); the Q, K and V products of one input, and gate and up,
+// each run as one quant.MatMuls job (one pool handoff). Attention is per
+// sequence, through its block table, parallel over (sequence, KV head);
+// short chunks read the cache in place (quant.AttendF16/AttendF32), long
+// ones gather the head's rows and run two matrix products per KV head.
+// Logits are computed only for the last token of sequences whose logits
+// slot is non-nil (SeqStep.Logits). The backend never samples: that is
+// runtime.Engine's job.
+//
+// Numerics follow ggml so that greedy tokens match llama.cpp: RMS norm with
+// a float64 sum of squares, RoPE angles by repeated float32 multiplication
+// (theta_i = pos·base^(-2i/d)), softmax with a float64 sum, F16 rounding of
+// the K/V written to an F16 cache and of the query and softmax weights that
+// meet them, and of the activations entering F16 matmuls (rounded once per
+// input, quant.RoundF16s). The exponentials of SiLU and softmax use quant's
+// vector exponential (within 2e-7 relative), as ggml uses its own vector
+// approximation.
+//
+// # Pool sizing
+//
+// PlanPool turns a memory budget into Config.NumBlocks: exactly
+// floor(KVMemory / bytes-per-block) with a byte budget (--kv-memory), else
+// RAMFraction of the machine's RAM (SystemMemory, from /proc/meminfo) less
+// the weights, capped at MaxSeqs full contexts. A block's size is
+// batch.KVBytesPerBlock, the same formula the backend reports in KV. The
+// Plan's String is the log line with the arithmetic.
+//
+// # Ownership
+//
+// The Backend holds views into the Model's weights (valid until the GGUF
+// mapping is closed) and owns its KV pool and per-step scratch (allocated
+// once, grown to the largest batch seen). Forward must not be called
+// concurrently: the scheduler's step loop owns the backend. Attention and
+// matrix products share quant's worker pool.
+//
+// # Example
+//
+//	plan, err := cpu.PlanPool(cpu.PoolConfig{TotalRAM: ram, Layers: hp.Layers,
+//		KVDim: hp.KVHeads * hp.HeadDim, ContextLen: hp.ContextLen})
+//	be, err := cpu.New(m, cpu.Config{NumBlocks: plan.NumBlocks})
+//	logits := make([]float32, hp.VocabSize)
+//	err = be.Forward(ctx, []batch.SeqStep{{Tokens: ids, Blocks: []int32{0}, Logits: true}}, [][]float32{logits})
+package cpu

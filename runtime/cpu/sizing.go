@@ -1,0 +1,192 @@
+package cpu
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/weft-inference/weft/runtime/batch"
+)
+
+// Pool sizing defaults.
+const (
+	// DefaultBlockSize is the number of token positions per KV block.
+	DefaultBlockSize = 16
+	// RAMFraction is the share of RAM that weights and KV may take together
+	// when the pool is sized from RAM (PoolConfig.KVMemory 0).
+	RAMFraction = 0.5
+	// DefaultMaxSeqs is the number of full contexts the pool sized from RAM
+	// holds at most; it is the scheduler's MaxSeqs default.
+	DefaultMaxSeqs = 256
+)
+
+// ErrNoRoom is returned when the budget leaves no room for a single KV block.
+var ErrNoRoom = errors.New("cpu: no memory left for the KV cache")
+
+// PoolConfig is what PlanPool needs to size the KV pool (separate from the
+// model so that tests can size hypothetical machines).
+type PoolConfig struct {
+	// KVMemory is a byte budget for the KV pool (--kv-memory); 0 sizes the
+	// pool from RAM.
+	KVMemory int64
+	// TotalRAM is the machine's memory (SystemMemory); 0 means unknown, and
+	// only the MaxSeqs x ContextLen cap applies.
+	TotalRAM uint64
+	// WeightsBytes is the memory the model's weights take in RAM (they are
+	// usually memory-mapped and count against RAMFraction too).
+	WeightsBytes uint64
+	// Layers, KVDim (KV heads x head dim) and ContextLen are the model's.
+	Layers, KVDim, ContextLen int
+	// MaxSeqs bounds the pool sized from RAM to MaxSeqs full contexts, so
+	// that a tiny model never gets gigabytes; 0 means DefaultMaxSeqs.
+	MaxSeqs int
+	// BlockSize is the number of positions per block; 0 means DefaultBlockSize.
+	BlockSize int
+	// KVType is the cache element type, "f16" (default) or "f32", as in Config.
+	KVType string
+}
+
+func (c *PoolConfig) validate() error {
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.MaxSeqs == 0 {
+		c.MaxSeqs = DefaultMaxSeqs
+	}
+	if c.KVType == "" {
+		c.KVType = "f16"
+	}
+	switch {
+	case c.KVType != "f16" && c.KVType != "f32":
+		return fmt.Errorf("cpu: KVType %q (want f16 or f32)", c.KVType)
+	case c.BlockSize < 0 || c.MaxSeqs < 0 || c.KVMemory < 0:
+		return fmt.Errorf("cpu: negative pool config %+v", *c)
+	case c.Layers <= 0 || c.KVDim <= 0 || c.ContextLen <= 0:
+		return fmt.Errorf("cpu: model shape layers %d, kv dim %d, context %d must be positive", c.Layers, c.KVDim, c.ContextLen)
+	}
+	return nil
+}
+
+// Plan is the result of sizing a KV pool.
+type Plan struct {
+	// NumBlocks is the number of KV blocks to allocate (Config.NumBlocks).
+	NumBlocks int
+	// BytesPerBlock is the size of one block (batch.KVBytesPerBlock).
+	BytesPerBlock uint64
+	// BlockSize is the number of token positions per block.
+	BlockSize int
+	// KVBytes is NumBlocks * BytesPerBlock.
+	KVBytes uint64
+	// Tokens is NumBlocks * BlockSize: the positions that fit.
+	Tokens int
+	// Explain is the arithmetic, for the log.
+	Explain string
+}
+
+// String is the log line with the arithmetic.
+func (p Plan) String() string { return p.Explain }
+
+// PlanPool sizes the CPU KV pool. With KVMemory it is exactly
+// floor(KVMemory / bytes-per-block) blocks. Without, the budget is
+// RAMFraction of TotalRAM less the weights, capped at what MaxSeqs
+// sequences of the full context need. It fails with ErrNoRoom (wrapped,
+// with the arithmetic) when not one block fits.
+func PlanPool(c PoolConfig) (Plan, error) {
+	if err := c.validate(); err != nil {
+		return Plan{}, err
+	}
+	el := 2
+	if c.KVType == "f32" {
+		el = 4
+	}
+	per := uint64(batch.KVBytesPerBlock(c.Layers, c.KVDim, c.BlockSize, el))
+	if c.KVMemory > 0 {
+		p, err := blocksFor(uint64(c.KVMemory), per, c.BlockSize)
+		if err != nil {
+			return p, fmt.Errorf("--kv-memory: %w", err)
+		}
+		p.Explain += " (--kv-memory)"
+		return p, nil
+	}
+	capBlocks := uint64(c.MaxSeqs) * uint64((c.ContextLen+c.BlockSize-1)/c.BlockSize)
+	capBytes := capBlocks * per
+	budget, why := capBytes, fmt.Sprintf("max-seqs %d x context %d", c.MaxSeqs, c.ContextLen)
+	if c.TotalRAM > 0 {
+		ram, err := ramBudget(c.TotalRAM, c.WeightsBytes, RAMFraction)
+		if err != nil {
+			return Plan{}, fmt.Errorf("sizing the KV pool from RAM (set --kv-memory): %w", err)
+		}
+		if ram < capBytes {
+			budget = ram
+			why = fmt.Sprintf("%.2f x %s RAM less %s weights", RAMFraction, giB(c.TotalRAM), giB(c.WeightsBytes))
+		}
+	}
+	p, err := blocksFor(budget, per, c.BlockSize)
+	if err != nil {
+		return p, err
+	}
+	p.Explain += " (" + why + ")"
+	return p, nil
+}
+
+// blocksFor sizes the pool from a byte budget: blocks = floor(budget /
+// bytes_per_block).
+func blocksFor(budget, perBlock uint64, blockSize int) (Plan, error) {
+	if budget < perBlock {
+		return Plan{}, fmt.Errorf("%w: kv memory budget %d bytes is less than one block of %d bytes", ErrNoRoom, budget, perBlock)
+	}
+	// maxBlocks keeps NumBlocks*BlockSize far from int overflow and within
+	// Config's bound.
+	const maxBlocks = 1 << 24
+	n := min(budget/perBlock, maxBlocks)
+	p := Plan{
+		NumBlocks:     int(n),
+		BytesPerBlock: perBlock,
+		BlockSize:     blockSize,
+		KVBytes:       n * perBlock,
+		Tokens:        int(n) * blockSize,
+	}
+	p.Explain = fmt.Sprintf("kv pool (cpu): budget %s -> %d blocks x %d bytes per block = %s, %d tokens of %d per block",
+		giB(budget), p.NumBlocks, perBlock, giB(p.KVBytes), p.Tokens, blockSize)
+	return p, nil
+}
+
+// ramBudget returns the KV budget in bytes as a fraction of totalRAM, less
+// the weights held in RAM.
+func ramBudget(totalRAM, weightsBytes uint64, fraction float64) (uint64, error) {
+	b := uint64(fraction * float64(totalRAM))
+	if b <= weightsBytes {
+		return 0, fmt.Errorf("%w: %.2f x %s RAM = %s does not exceed the %s of weights", ErrNoRoom, fraction, giB(totalRAM), giB(b), giB(weightsBytes))
+	}
+	return b - weightsBytes, nil
+}
+
+// SystemMemory returns MemTotal from /proc/meminfo in bytes.
+func SystemMemory() (uint64, error) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("cpu: read meminfo: %w", err)
+	}
+	return parseMemTotal(data)
+}
+
+func parseMemTotal(data []byte) (uint64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) >= 2 && string(f[0]) == "MemTotal:" {
+			kb, err := strconv.ParseUint(string(f[1]), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cpu: meminfo MemTotal %q: %w", f[1], err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("cpu: no MemTotal in meminfo")
+}
+
+// giB formats a byte count as GiB with two decimals.
+func giB(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }

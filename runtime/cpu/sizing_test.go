@@ -1,0 +1,90 @@
+package cpu
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestPlanPool(t *testing.T) {
+	// 2 layers x kv dim 64 x 16 positions x K,V x f16 = 8 KiB per block.
+	base := PoolConfig{Layers: 2, KVDim: 64, ContextLen: 512, BlockSize: 16}
+	with := func(f func(*PoolConfig)) PoolConfig { in := base; f(&in); return in }
+	const per = 8 << 10
+	for _, tc := range []struct {
+		name    string
+		in      PoolConfig
+		blocks  int
+		wantErr error
+	}{
+		{"kv-memory exact", with(func(in *PoolConfig) { in.KVMemory = 64 * per }), 64, nil},
+		{"kv-memory rounds down", with(func(in *PoolConfig) { in.KVMemory = 64*per + per - 1 }), 64, nil},
+		{"kv-memory ignores the cap", with(func(in *PoolConfig) { in.KVMemory = 1 << 30; in.MaxSeqs = 1 }), (1 << 30) / per, nil},
+		{"kv-memory below a block", with(func(in *PoolConfig) { in.KVMemory = per - 1 }), 0, ErrNoRoom},
+		// 256 seqs x 32 blocks of context, far below half of 24 GiB.
+		{"default capped by max-seqs x context", with(func(in *PoolConfig) { in.TotalRAM = 24 << 30 }), 256 * 32, nil},
+		{"max-seqs 4", with(func(in *PoolConfig) { in.TotalRAM = 24 << 30; in.MaxSeqs = 4 }), 4 * 32, nil},
+		{"RAM unknown: the cap", base, 256 * 32, nil},
+		// Half of 64 MiB = 32 MiB, less 16 MiB of weights = 16 MiB = 2048 blocks.
+		{"default limited by RAM", with(func(in *PoolConfig) { in.TotalRAM = 64 << 20; in.WeightsBytes = 16 << 20; in.ContextLen = 8192 }), 2048, nil},
+		{"weights fill RAM", with(func(in *PoolConfig) { in.TotalRAM = 64 << 20; in.WeightsBytes = 40 << 20 }), 0, ErrNoRoom},
+		{"block size defaults to 16", with(func(in *PoolConfig) { in.BlockSize = 0; in.KVMemory = 64 * per }), 64, nil},
+	} {
+		p, err := PlanPool(tc.in)
+		if !errors.Is(err, tc.wantErr) {
+			t.Errorf("%s: err %v, want %v", tc.name, err, tc.wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if p.NumBlocks != tc.blocks || p.BytesPerBlock != per || p.Tokens != tc.blocks*16 || p.KVBytes != uint64(tc.blocks)*per {
+			t.Errorf("%s: %d blocks of %d bytes (%d tokens), want %d blocks of %d: %s", tc.name, p.NumBlocks, p.BytesPerBlock, p.Tokens, tc.blocks, per, p)
+		}
+		if !strings.Contains(p.String(), "per block") {
+			t.Errorf("%s: plan %q lacks the arithmetic", tc.name, p)
+		}
+	}
+}
+
+func TestPlanPoolF32AndBadConfigs(t *testing.T) {
+	// An F32 cache doubles the block: 16 KiB.
+	p, err := PlanPool(PoolConfig{Layers: 2, KVDim: 64, ContextLen: 512, KVType: "f32", KVMemory: 64 << 10})
+	if err != nil || p.BytesPerBlock != 16<<10 || p.NumBlocks != 4 {
+		t.Errorf("PlanPool f32 = %+v, %v; want 4 blocks of 16 KiB", p, err)
+	}
+	for _, c := range []PoolConfig{
+		{Layers: 0, KVDim: 64, ContextLen: 512},
+		{Layers: 2, KVDim: 64, ContextLen: 512, KVType: "q8"},
+		{Layers: 2, KVDim: 64, ContextLen: 512, BlockSize: -1},
+		{Layers: 2, KVDim: 64, ContextLen: 512, KVMemory: -1},
+	} {
+		if _, err := PlanPool(c); err == nil {
+			t.Errorf("PlanPool(%+v): no error", c)
+		}
+	}
+}
+
+func TestRAMBudget(t *testing.T) {
+	const gib = 1 << 30
+	got, err := ramBudget(16*gib, 2*gib, 0.5)
+	if err != nil || got != 6*gib {
+		t.Errorf("ramBudget(16G, 2G, 0.5) = %d, %v; want %d", got, err, 6*gib)
+	}
+	if _, err := ramBudget(4*gib, 3*gib, 0.5); !errors.Is(err, ErrNoRoom) {
+		t.Errorf("ramBudget with weights above budget: err %v, want ErrNoRoom", err)
+	}
+}
+
+func TestParseMemTotal(t *testing.T) {
+	got, err := parseMemTotal([]byte("MemFree:  10 kB\nMemTotal:       24576000 kB\n"))
+	if err != nil || got != 24576000*1024 {
+		t.Errorf("parseMemTotal = %d, %v", got, err)
+	}
+	if _, err := parseMemTotal([]byte("nothing\n")); err == nil {
+		t.Error("parseMemTotal without MemTotal: no error")
+	}
+	if n, err := SystemMemory(); err != nil || n == 0 {
+		t.Errorf("SystemMemory = %d, %v", n, err)
+	}
+}
