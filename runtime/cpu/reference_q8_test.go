@@ -73,12 +73,12 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 // logits within 1e-4 relative L2. (It also shows what quant.MatMul would
 // have to do to match llama.cpp exactly.)
 func TestStories260KQuantExactActivations(t *testing.T) {
-	matMulHook = func(y []float32, w quant.Weight, x []float32, n int) bool {
+	matMulHook = func(y []float32, w quant.Weight, x []float32, n int) (bool, error) {
 		if w.Type != gguf.TypeQ8_0 && w.Type != gguf.TypeQ4_0 {
-			return false
+			return false, nil
 		}
 		ggmlQ8MatMul(y, w, x, n)
-		return true
+		return true, nil
 	}
 	defer func() { matMulHook = nil }()
 	cases := []struct{ model, golden, kv string }{

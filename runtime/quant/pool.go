@@ -170,30 +170,44 @@ func Workers() int { return workers() }
 // (< Workers()) identifies the goroutine, so fn can use per-worker scratch;
 // calls with the same worker never overlap. fn may call MatMul (a nested
 // job is finished by whoever claims its pieces, the caller included) but
-// not Parallel (worker indexes would repeat).
-func Parallel(n int, fn func(worker, i int)) {
+// not Parallel (worker indexes would repeat). Every call runs even when
+// some fail; Parallel returns the failure of the lowest i that failed.
+func Parallel(n int, fn func(worker, i int) error) error {
 	if n <= 0 {
-		return
+		return nil
 	}
 	parts := workers()
 	if n == 1 || parts < 2 {
+		var first error
 		for i := range n {
-			fn(0, i)
+			if err := fn(0, i); err != nil && first == nil {
+				first = err
+			}
 		}
-		return
+		return first
 	}
 	p := &parTask{n: int32(n), fn: fn}
 	p.pend.add(n)
 	post(p, min(parts, n)-1)
 	p.run(0)
 	p.pend.wait()
+	if p.errs != nil {
+		for _, err := range p.errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 type parTask struct {
 	n    int32
 	next atomic.Int32
-	fn   func(worker, i int)
+	fn   func(worker, i int) error
 	pend pending
+	mu   sync.Mutex
+	errs []error // by i, allocated on the first failure (under mu)
 }
 
 func (p *parTask) run(worker int) {
@@ -202,7 +216,14 @@ func (p *parTask) run(worker int) {
 		if i >= p.n {
 			return
 		}
-		p.fn(worker, int(i))
+		if err := p.fn(worker, int(i)); err != nil {
+			p.mu.Lock()
+			if p.errs == nil {
+				p.errs = make([]error, p.n)
+			}
+			p.errs[i] = err
+			p.mu.Unlock()
+		}
 		p.pend.done()
 	}
 }
