@@ -15,15 +15,14 @@
 //     (llama.cpp's Q8_K), so a super-block adds up in integers and takes
 //     one conversion and FMA, not one every 32 columns. Q4_K's mins and
 //     Q6_K's -32 come off through the sums of q over each 16 columns.
-//     Measured against the per-32 version (two threads, Q4_K_M synth-110m,
-//     weft bench --engine): decode 1 +10 %, decode 4 +27-30 %; and the
-//     AVX2 build now gives llama.cpp's Q4_K logits to 4e-5 on
-//     ../shared/synth (TestSynthGolden; 1.33 with per-32 activations).
+//     Per-256 activations are both faster than per-32 ones (fewer
+//     conversions) and closer to llama.cpp, which quantizes K-quant
+//     activations the same way: TestSynthGolden holds the AVX2 build to
+//     llama.cpp's Q4_K logits.
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
-// the registers than its floats (measured on Zen 1, two threads, one token,
-// BenchmarkMatMul Q8_0 768x2048: 5.9 -> 15.1 GB/s of weights).
+// the registers than its floats (BENCHMARKS.md §1b has the figures).
 #include <string.h>
 
 #include "kernels.h"

@@ -194,8 +194,8 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		const uint8_t *row = w + (long)r * rowBytes;
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
-		// their costlier unpacking is shared by more tokens (Q8_0 measured
-		// slower with 8)
+		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
+		// unpack, runs faster with 4)
 		for (; type >= 12 && t + 8 <= n; t += 8)
 			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 8);
 		for (; t + 4 <= n; t += 4)

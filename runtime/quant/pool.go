@@ -42,8 +42,8 @@ func SetWorkers(n int) bool {
 // not move while it polls. Start it outside, or keep matrix products out of
 // bubbles.) A forward pass hands the pool a task every few tens of
 // microseconds; waking a parked goroutine costs a futex round trip through
-// the kernel (measured ~12 % of a single-sequence decode step under KVM),
-// while a polling worker picks a task up at once. It parks after spinFor
+// the kernel (a tenth of a single-sequence decode step under KVM; see
+// BENCHMARKS.md §1), while a polling worker picks a task up at once. It parks after spinFor
 // of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
@@ -150,10 +150,9 @@ const yieldEvery = 4 * time.Millisecond
 // runs products back to back, as a forward pass does, never reschedules
 // otherwise: after 10 ms on one scheduler tick, Go's sysmon takes its P
 // away in the middle of a cgo call and, having retaken one, keeps polling
-// every 20 µs, a wake-up that preempts a compute thread each time (two
-// compute threads on two CPUs, weft bench --engine, synth-110m Q4_K_M
-// prompts: ~4k context switches a second, a third of them sysmon's; with
-// this, half as many and prompts 2-17 % faster, tiny models even).
+// every 20 µs, a wake-up that preempts a compute thread each time.
+// Yielding every yieldEvery keeps the P and halves the context switches
+// of a prompt-heavy load.
 func maybeYield() {
 	now := int64(time.Since(procStart))
 	if last := lastYield.Load(); now-last >= int64(yieldEvery) && lastYield.CompareAndSwap(last, now) {
