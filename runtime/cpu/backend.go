@@ -206,7 +206,9 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.AttnNorm, hp.NormEps)
 			}
 		})
-		matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv})
+		if err := matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv}); err != nil {
+			return layerError(li, "QKV", err)
+		}
 		perTokens(total, b.qDim+b.kvDim, func(t0, t1 int) {
 			for t := t0; t < t1; t++ {
 				if l.Bq != nil {
@@ -220,8 +222,12 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 		})
 		b.storeKV(li, seqs, k, v)
-		b.attention(li, seqs, q, att)
-		matMul(s.tm[:total*D], l.Wo, att, total, s)
+		if err := b.attention(li, seqs, q, att); err != nil {
+			return layerError(li, "attention", err)
+		}
+		if err := matMul(s.tm[:total*D], l.Wo, att, total, s); err != nil {
+			return layerError(li, "output projection", err)
+		}
 		perTokens(total, D, func(t0, t1 int) {
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 			for t := t0; t < t1; t++ {
@@ -229,11 +235,15 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 		})
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
-		matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp})
+		if err := matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp}); err != nil {
+			return layerError(li, "FFN gate and up", err)
+		}
 		perTokens(total, hp.FFN, func(t0, t1 int) {
 			siluMul(gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN])
 		})
-		matMul(s.tm[:total*D], l.WDown, gate, total, s)
+		if err := matMul(s.tm[:total*D], l.WDown, gate, total, s); err != nil {
+			return layerError(li, "FFN down", err)
+		}
 		perTokens(total, D, func(t0, t1 int) {
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 		})
@@ -252,7 +262,9 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 		}
 	}
 	V := hp.VocabSize
-	matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s)
+	if err := matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s); err != nil {
+		return fmt.Errorf("cpu: output matrix: %w", err)
+	}
 	r = 0
 	for i := range seqs {
 		if logits[i] != nil {
@@ -275,7 +287,18 @@ func perTokens(total, width int, fn func(t0, t1 int)) {
 		return
 	}
 	parts = min(parts, total)
-	quant.Parallel(parts, func(_, i int) { fn(i*total/parts, (i+1)*total/parts) })
+	_ = quant.Parallel(parts, func(_, i int) error { // fn cannot fail
+		fn(i*total/parts, (i+1)*total/parts)
+		return nil
+	})
+}
+
+// layerError wraps a failed kernel of layer li (what names the product).
+// Every product of a step covers all its sequences, so the step fails as a
+// whole: Forward returns the error and the scheduler fails the step's
+// sequences, keeping the process and the backend serving.
+func layerError(li int, what string, err error) error {
+	return fmt.Errorf("cpu: layer %d %s: %w", li, what, err)
 }
 
 // perTokensMin is the floats of per-token work from which perTokens
@@ -361,8 +384,9 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // reading each sequence's K/V through its block table. Work items are
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
-// Items are spread over quant's worker pool.
-func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
+// Items are spread over quant's worker pool. It returns the first kernel
+// failure (the long chunks' matrix products can fail).
+func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) error {
 	hp := b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
@@ -381,13 +405,15 @@ func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) {
 	work *= hp.Heads * hp.HeadDim * 2
 	if work < attnParallelMin || nItems == 1 {
 		for it := range nItems {
-			b.attendGroup(&b.attnW[0], layer, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out)
+			if err := b.attendGroup(&b.attnW[0], layer, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
+				return err
+			}
 		}
-		return
+		return nil
 	}
-	quant.Parallel(nItems, func(worker, it int) {
+	return quant.Parallel(nItems, func(worker, it int) error {
 		si, g := it/hp.KVHeads, it%hp.KVHeads
-		b.attendGroup(&b.attnW[worker], layer, &seqs[si], starts[si], g, q, out)
+		return b.attendGroup(&b.attnW[worker], layer, &seqs[si], starts[si], g, q, out)
 	})
 }
 
@@ -401,16 +427,15 @@ const attnParallelMin = 64 << 10
 // rounded to F16 before their products with K and V. Short chunks read the
 // cache in place (quant.AttendF16/AttendF32, one call per token for the
 // whole group); long ones gather the head's rows and take
-// attendGroupMatMul.
-func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
+// attendGroupMatMul, whose failure it returns.
+func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
 	if len(sq.Tokens)*group >= attnMatMulMin {
 		kk, vv := b.gatherKV(w, layer, sq, g, n)
-		b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
-		return
+		return b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	off := b.kvOff(0, g, 0)
@@ -426,6 +451,7 @@ func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0,
 			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, w.attn)
 		}
 	}
+	return nil
 }
 
 // gatherKV copies head g's K and V rows of positions 0..n-1 of the sequence
@@ -460,7 +486,7 @@ const attnMatMulMin = 16
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
 // (quant.MatMul on the gathered F32 rows), with the causal mask applied
 // between them. kk and vv hold the n gathered K and V rows.
-func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) {
+func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
@@ -487,14 +513,19 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n
 			vt[i*n+pp] = vv[pp*hd+i]
 		}
 	}
-	quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows)
+	if err := quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
+		return err
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, b.f16)
-	quant.MatMul(og, f32Weight(vt, hd, n), sc, rows)
+	if err := quant.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
+		return err
+	}
 	for r := range rows {
 		h, j := g*group+r/T, r%T
 		copy(out[(tok0+j)*b.qDim+h*hd:(tok0+j)*b.qDim+(h+1)*hd], og[r*hd:(r+1)*hd])
 	}
+	return nil
 }
 
 // f32Weight views a row-major float32 matrix as a quant.Weight.

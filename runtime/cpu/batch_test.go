@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // TestRaggedBatchMatchesSolo runs 16 sequences with different prompt
@@ -90,7 +91,7 @@ func TestRaggedBatchMatchesSolo(t *testing.T) {
 					s := st[i]
 					s.pos += len(seqs[k].Tokens)
 					if logits[k] != nil {
-						s.next = argmax(logits[k])
+						s.next = sample.Argmax(logits[k])
 						s.out = append(s.out, s.next)
 					}
 				}

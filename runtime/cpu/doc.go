@@ -16,7 +16,11 @@
 // ones gather the head's rows and run two matrix products per KV head.
 // Logits are computed only for the last token of sequences whose logits
 // slot is non-nil (SeqStep.Logits). The backend never samples: that is
-// runtime.Engine's job.
+// runtime.Engine's job. A kernel that fails (quant.ErrKernel: its scratch
+// could not be allocated) makes Forward return the error, wrapped with the
+// layer and product: every product covers all the step's sequences, so the
+// step fails as a whole, and the scheduler fails its sequences while the
+// process and the backend go on serving.
 //
 // Numerics follow ggml so that greedy tokens match llama.cpp: RMS norm with
 // a float64 sum of squares, RoPE angles by repeated float32 multiplication

@@ -12,6 +12,7 @@ import (
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 type goldenFile struct {
@@ -74,16 +75,6 @@ func newSeqRunner(firstBlock, nBlocks int) *seqRunner {
 	return r
 }
 
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
 // greedy runs prompt in one step, then one token per step, and returns the
 // generated tokens and the logits of every step. With forced non-nil, the
 // fed tokens are forced (teacher forcing) instead of the argmax.
@@ -101,7 +92,7 @@ func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]
 			t.Fatal(err)
 		}
 		r.pos += len(toks)
-		next := argmax(lg)
+		next := sample.Argmax(lg)
 		out = append(out, next)
 		all = append(all, lg)
 		if forced != nil {

@@ -12,15 +12,16 @@ import (
 // matMul computes y[t*w.Rows+r] = Σ_k W[r][k]·x[t*w.Cols+k] for t < n,
 // reading the weights once for all n tokens (quant.MatMul). For F16 weights
 // the activations are first rounded to F16, as ggml does (its F16 dot
-// product takes both operands in F16); sc provides the scratch.
-func matMul(y []float32, w quant.Weight, x []float32, n int, sc *scratch) {
-	matMuls(n, x, sc, quant.Product{Y: y, W: w})
+// product takes both operands in F16); sc provides the scratch. It returns
+// the kernel's failure.
+func matMul(y []float32, w quant.Weight, x []float32, n int, sc *scratch) error {
+	return matMuls(n, x, sc, quant.Product{Y: y, W: w})
 }
 
 // matMuls computes several products of the same input x (their X is set
 // here) as one parallel job (quant.MatMuls). When any weight is F16, x is
 // rounded to F16 once, into sc.xr, and that copy feeds the F16 products.
-func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) {
+func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) error {
 	x = x[:n*ps[0].W.Cols]
 	var xr []float32
 	for i := range ps {
@@ -35,17 +36,22 @@ func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) {
 	}
 	if matMulHook != nil {
 		for _, p := range ps {
-			if !matMulHook(p.Y, p.W, p.X, n) {
-				quant.MatMul(p.Y, p.W, p.X, n)
+			handled, err := matMulHook(p.Y, p.W, p.X, n)
+			if err == nil && !handled {
+				err = quant.MatMul(p.Y, p.W, p.X, n)
+			}
+			if err != nil {
+				return err
 			}
 		}
-		return
+		return nil
 	}
-	quant.MatMuls(n, ps...)
+	return quant.MatMuls(n, ps...)
 }
 
-// matMulHook, when set (tests), may take over a product.
-var matMulHook func(y []float32, w quant.Weight, x []float32, n int) bool
+// matMulHook, when set (tests), may take over a product (handled) or fail
+// it as a kernel would.
+var matMulHook func(y []float32, w quant.Weight, x []float32, n int) (handled bool, err error)
 
 // dequantRow writes row r of w as float32 into dst.
 func dequantRow(w quant.Weight, r int, dst []float32) {

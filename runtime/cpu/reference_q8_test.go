@@ -34,7 +34,7 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 			if d != 0 {
 				id = 1 / d
 			}
-			dx[b] = quant.F16ToF32(quant.F32ToF16(d))
+			dx[b] = quant.RoundF16(d)
 			for i, v := range xt[32*b : 32*b+32] {
 				qx[32*b+i] = int8(math.Round(float64(v * id)))
 			}
@@ -73,12 +73,12 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 // logits within 1e-4 relative L2. (It also shows what quant.MatMul would
 // have to do to match llama.cpp exactly.)
 func TestStories260KQuantExactActivations(t *testing.T) {
-	matMulHook = func(y []float32, w quant.Weight, x []float32, n int) bool {
+	matMulHook = func(y []float32, w quant.Weight, x []float32, n int) (bool, error) {
 		if w.Type != gguf.TypeQ8_0 && w.Type != gguf.TypeQ4_0 {
-			return false
+			return false, nil
 		}
 		ggmlQ8MatMul(y, w, x, n)
-		return true
+		return true, nil
 	}
 	defer func() { matMulHook = nil }()
 	cases := []struct{ model, golden, kv string }{

@@ -18,7 +18,7 @@
 //
 // Generate writes random-weight llama GGUFs (Preset "synth-110m", the
 // reference shape of docs/reference-numbers.md, and "tiny", the built-in
-// weft-tiny) with Quantize's simple F32/F16/Q8_0/Q4_0/Q4_K encoders. They
+// weft-tiny) with quant.Quantize's simple F32/F16/Q8_0/Q4_0/Q4_K encoders. They
 // are test and benchmark fixtures, NOT trained models.
 //
 // # Example

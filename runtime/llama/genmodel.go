@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // GenConfig describes a random-weight llama model to generate.
@@ -150,7 +151,7 @@ func Generate(c GenConfig, w io.Writer) error {
 		return x
 	}
 	addMatT := func(name string, typ gguf.Type, rows, cols int, std float64) error {
-		data, err := Quantize(typ, gauss(rows*cols, std), cols)
+		data, err := quant.Quantize(typ, gauss(rows*cols, std), cols)
 		if err != nil {
 			return fmt.Errorf("llama: generate %s: %w", name, err)
 		}
@@ -163,7 +164,7 @@ func Generate(c GenConfig, w io.Writer) error {
 		return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
 	}
 	addVec := func(name string, x []float32) error {
-		data, _ := Quantize(gguf.TypeF32, x, len(x))
+		data, _ := quant.Quantize(gguf.TypeF32, x, len(x))
 		return gw.AddTensor(name, gguf.TypeF32, []uint64{uint64(len(x))}, data)
 	}
 	hd := c.Dim / c.Heads

@@ -266,7 +266,7 @@ func floatVector(name string, typ gguf.Type, data []byte, n int) ([]float32, err
 			return nil, fmt.Errorf("llama: tensor %s has %d bytes, want %d", name, len(data), 2*n)
 		}
 		for i := range out {
-			out[i] = f16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
+			out[i] = quant.F16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
 		}
 	default:
 		return nil, fmt.Errorf("%w: 1-D tensor %s has type %s (want F32 or F16)", ErrUnsupported, name, typ)

@@ -2,10 +2,7 @@
 
 package quant
 
-/*
-#cgo CFLAGS: -O3 -std=gnu11 -Wno-unused-function
-#include "kern_attn.h"
-*/
+// #include "kernels.h"
 import "C"
 
 import "unsafe"

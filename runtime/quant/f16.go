@@ -103,9 +103,12 @@ func RoundF16s(dst, src []float32) {
 		return
 	}
 	for i, f := range src {
-		dst[i] = F16ToF32(F32ToF16(f))
+		dst[i] = RoundF16(f)
 	}
 }
+
+// RoundF16 is f rounded to F16 (nearest even) and back.
+func RoundF16(f float32) float32 { return F16ToF32(F32ToF16(f)) }
 
 // roundMin is the length from which RoundF16s calls the SIMD code.
 const roundMin = 16

@@ -142,3 +142,76 @@ func TestF16BulkMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestF16NaNInfEdges pins the NaN rule (a NaN stays a NaN, of the same
+// sign, and comes back quiet, as from F16C and ggml_fp32_to_fp16), the
+// infinities and the subnormal edges, both ways.
+func TestF16NaNInfEdges(t *testing.T) {
+	toHalf := []struct {
+		bits uint32 // float32 bits
+		want uint16
+	}{
+		{0x7f800000, 0x7c00}, // +inf
+		{0xff800000, 0xfc00}, // -inf
+		{0x7fc00000, 0x7e00}, // quiet NaN
+		{0xffc00000, 0xfe00}, // negative quiet NaN keeps its sign
+		{0x7f800001, 0x7e00}, // signalling NaN, payload below the half's bits: quiet, still NaN
+		{0x7fa00000, 0x7f00}, // signalling NaN: quietened, top payload bits kept
+		{0x7f7fffff, 0x7c00}, // max float overflows to inf
+		{0x33000000, 0x0000}, // 2^-25, half the smallest subnormal: tie to even (0)
+		{0x33000001, 0x0001}, // just above it
+		{0x387fc000, 0x03ff}, // largest subnormal half
+		{0x38800000, 0x0400}, // smallest normal half
+		{0x80000000, 0x8000}, // -0
+	}
+	for _, c := range toHalf {
+		if got := F32ToF16(math.Float32frombits(c.bits)); got != c.want {
+			t.Errorf("F32ToF16(%#08x) = %#04x, want %#04x", c.bits, got, c.want)
+		}
+	}
+	toFloat := []struct {
+		h    uint16
+		want uint32
+	}{
+		{0x7c01, 0x7fc02000}, // signalling half NaN comes back quiet
+		{0xfc01, 0xffc02000},
+		{0x7e00, 0x7fc00000},
+		{0x7fff, 0x7fffe000},
+		{0x03ff, 0x387fc000},
+		{0x0001, 0x33800000},
+	}
+	for _, c := range toFloat {
+		if got := math.Float32bits(F16ToF32(c.h)); got != c.want {
+			t.Errorf("F16ToF32(%#04x) = %#08x, want %#08x", c.h, got, c.want)
+		}
+	}
+	// Every half that is a NaN stays one, both ways, in every kernel set.
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	for _, isa := range availableISAs() {
+		old := setISA(isa)
+		f := make([]float32, len(all))
+		F16ToF32s(f, all)
+		back := make([]uint16, len(all))
+		F32ToF16s(back, f)
+		setISA(old)
+		for i, h := range all {
+			if got, want := math.Float32bits(f[i]), math.Float32bits(F16ToF32(h)); got != want {
+				t.Fatalf("%v: F16ToF32s(%#04x) = %#08x, scalar %#08x", isa, h, got, want)
+			}
+			isNaN := h&0x7c00 == 0x7c00 && h&0x3ff != 0
+			if isNaN != math.IsNaN(float64(f[i])) {
+				t.Fatalf("%v: half %#04x NaN=%v, float %g", isa, h, isNaN, f[i])
+			}
+			want := h
+			if isNaN {
+				want |= 0x200 // quiet bit
+			}
+			if back[i] != want {
+				t.Fatalf("%v: F32ToF16s(F16ToF32s(%#04x)) = %#04x, want %#04x", isa, h, back[i], want)
+			}
+		}
+	}
+}

@@ -1,67 +1,69 @@
-// kernels.h: C kernels for package quant, compiled into the cgo object of
-// kernels_cgo.go. The body (kern_body.h) is included once per instruction
-// set under a GCC target pragma; Go picks the variant at run time.
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+// kernels.h: the prototypes of package quant's C kernels, the one header
+// the cgo preambles (kernels_cgo.go, attn_cgo.go) and the C translation
+// units include. It declares, and defines nothing but constants.
+//
+// Translation units (cgo compiles every .c file of the package; each is
+// built only with cgo, see its go:build line):
+//   kernels.c      run-time dispatch (the weft_* and watt_* entry points Go
+//                  calls), thread-local scratch, the token-count thresholds
+//   kern_gen.c     portable kernels (the compiler's baseline vectors)
+//   kern_avx2.c    AVX2 + FMA + F16C kernels            (amd64 only)
+//   kern_avx512.c  AVX-512 F/BW/VL/DQ kernels           (amd64 only)
+//   kern_vnni.c    AVX-512 VNNI int8 kernels            (amd64 only)
+//   kern_i8.c      AVX2 int8 kernels for CPUs without VNNI (amd64 only)
+//   kern_peak.c    the arithmetic peaks and the memory stream of weft bench
+// kern_gen.c, kern_avx2.c and kern_avx512.c instantiate the same fragments
+// (body_matmul.h, body_attn.h, with body_exp.h and body_f16.h inside them)
+// once each, under their own GCC target pragma and name suffix. Fragments
+// are included only by those .c files, never by this header or by each
+// other in a cycle.
+#ifndef WEFT_KERNELS_H
+#define WEFT_KERNELS_H
 
-// WEFT_X86: build the x86 SIMD variants (-DWEFT_PORTABLE_ONLY checks the
+#include <stdint.h>
+
+// WEFT_X86: build the x86 SIMD kernels (-DWEFT_PORTABLE_ONLY checks the
 // portable code alone on an x86 host).
 #if defined(__x86_64__) && !defined(WEFT_PORTABLE_ONLY)
 #define WEFT_X86 1
 #else
 #define WEFT_X86 0
 #endif
-#if WEFT_X86
-#include <immintrin.h>
-#endif
 
-#include "kern_f16.h"
+// ISA selectors passed from Go (activeISA - isaC).
+enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
 
-static __thread float *weft_tls_buf[3];
-static __thread long weft_tls_cap[3];
+// Status codes of the kernels that can fail (weft_matmul); Go turns each
+// into an error (kernelError).
+enum {
+	WEFT_OK = 0,
+	WEFT_EUNSUPPORTED = -1, // the kernel has no code for this weight type or row length
+	WEFT_ENOMEM = -2,       // a thread's scratch buffer could not be allocated
+};
 
-// weft_scratch returns this thread's buffer number slot (0..2) of at least n
-// floats (64-byte aligned). Buffers live as long as the thread.
-static float *weft_scratch(int slot, long n) {
-	if (n > weft_tls_cap[slot]) {
-		free(weft_tls_buf[slot]);
-		long bytes = (n * 4 + 63) & ~63L;
-		weft_tls_buf[slot] = aligned_alloc(64, bytes);
-		weft_tls_cap[slot] = weft_tls_buf[slot] ? n : 0;
-	}
-	return weft_tls_buf[slot];
-}
+// Activations prepared once per product job and shared by its row chunks
+// (weft_prep_kind; WEFT_PREP_NONE: the kernel uses x as it is): quantized
+// and packed in lanes, or quantized per row. The float GEMM packs its
+// panels per chunk, on each worker, so that no worker waits for the caller
+// to pack them.
+enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3, WEFT_PREP_I8K = 4 };
 
-// Token counts (AVX-512 VNNI): from LANE_MIN_N, Q8_0, Q4_K and Q6_K take the
-// int8 lane GEMM (kern_vnni.h); below WEFT_VNNI_MAX_N the integer row
-// kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
-// dot-product kernel runs; from it the packed GEMM (weights transposed per
-// tile, tokens broadcast), whose per-tile transposition pays off only over
-// many tokens. The AVX-512 build takes the GEMM earlier (weft_gemm_pays), and
-// both x86 builds take it from a few tokens for short rows
-// (weft_gemm_short_rows).
-// (A float lane GEMM, tokens along the vector lanes, measured ~40% slower
-// than the dot-product kernel at 64 and 128 tokens and was removed; the
-// int8 one wins because a 4-byte weight broadcast feeds 64 products.)
+// ---- token-count thresholds (kernels.c states the measurements' rules) ----
+
+// Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
+// kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_K and
+// Q6_K take the int8 lane GEMM.
 #define WEFT_VNNI_MAX_N 24
-// WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K): below them,
-// AVX2 CPUs take the integer row kernels (kern_i8.h). Measured on Zen 1
-// (two threads, BenchmarkMatMul, 768x2048 and 2048x768): 2-10x the float
-// kernels' speed for one token, 1.4-3.7x for four, about even at sixteen,
-// and 0.5-0.9x from 64, where the float kernels share each dequantized row
-// among more tokens. In weft bench --engine at 16 sequences, Q4_K_M gave
-// 145-150 tokens/s with the integer kernels against 127-132 without, Q8_0
-// 163-165 against 171-173; at 32, Q4_K_M 125-147 against 160-167. With
-// per-256 activations (kern_i8.h) the K-quant kernels run to 48 tokens:
-// Q4_K_M at 32 sequences 180-188 tokens/s against 162-173, at 64 177-181
-// against 185-201 for the float kernels.
+#define WEFT_LANE_MIN_N 16
+// Below WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K)
+// tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
 #endif
 #ifndef WEFT_I8_MAX_N_K
 #define WEFT_I8_MAX_N_K 48
 #endif
+// From WEFT_GEMM_BIG_N tokens every build takes the packed GEMM.
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
 #endif
@@ -75,264 +77,118 @@ static float *weft_scratch(int slot, long n) {
 #ifndef WEFT_GEMM_KC
 #define WEFT_GEMM_KC 128
 #endif
-
-// weft_gemm_pays: whether the AVX-512 build (whose packing transposes in
-// registers, so costs little) takes the packed GEMM below WEFT_GEMM_BIG_N.
-// Measured on one core (Zen 5): the dot-product kernel slows down for long
-// rows (K = 2048: ~130 GFLOP/s F16, ~110 Q8_0) where the GEMM holds ~135 at
-// 24 tokens and ~170 from 96; for K = 768 the dot kernel keeps up until ~96
-// tokens for F16/F32 (no dequantization) and ~48 for the quantized types.
-static int weft_gemm_pays(int type, int K, int n) {
-	if (n < WEFT_VNNI_MAX_N) return 0;
-	if (K >= 1536) return 1;
-	return n >= ((type == 0 || type == 1) ? 96 : 48);
-}
-
-// weft_gemm_short_rows: short rows take the packed GEMM from a few tokens
-// on (AVX2 and AVX-512 builds; the portable one is unmeasured): the dot-product kernel ends each output
-// with a horizontal sum, which for a row of 64 costs about as much as its
-// multiply-adds, and for the head dims of tiny models (8-32, attention's
-// Q·Kᵀ) several times more. Zen 1, one core, GFLOP/s dot kernel -> GEMM:
-// K = 8 at 16 tokens 3.0 -> 13.8; K = 64 at 8 13.3 -> 13.7, at 64
-// 16.3 -> 28.3 (F32), 15.4 -> 27.7 (F16); K = 172 at 32 21.9 -> 24.7, at
-// 128 22.3 -> 28.4; K = 256 about even; K = 512 at 32 0.7-0.8x.
-static int weft_gemm_short_rows(int K, int n) {
-	return (K <= 32 && n >= 4) || (K <= 64 && n >= 8) || (K <= 192 && n >= 24);
-}
-
-// WEFT_F16_TILE_N: from this many tokens, the AVX2 build converts F16 rows
-// into the float tile once, as it dequantizes the other types, instead of
-// converting every weight vector in registers once per token group
-// (vcvtph2ps costs as much as the FMAs it feeds there). Zen 1, one core,
-// 768x2048 in cache: 31 against 22 GFLOP/s at 16 tokens, 37 against 23 at
-// 128, about even at 2-4. With the weights coming from memory (weft bench
-// --engine, synth-110m F16) the in-register path, which prefetches the
-// rows it streams, stays ahead below 8 tokens: decode 4 113 against 97-100
-// tokens/s with the tile from 2 tokens on; decode 16 159-162 -> 177.
+// WEFT_F16_TILE_N: from this many tokens the AVX2 build converts F16 rows
+// into the float tile once instead of in registers per token group.
 #ifndef WEFT_F16_TILE_N
 #define WEFT_F16_TILE_N 8
 #endif
-
-// WEFT_TILE_FLOATS: size of the dequantized weight tile of the dot-product
-// kernel for more than 4 tokens, 32 KiB, so that it stays in L1 while the
-// tokens stream past it (8 rows of 768 measured ~20% faster than 32 rows
-// for Q8_0/Q4_K at 64-128 tokens).
+// WEFT_TILE_FLOATS: the dot-product kernel's dequantized weight tile for
+// more than 4 tokens, 32 KiB, so it stays in L1 while the tokens pass it.
 #ifndef WEFT_TILE_FLOATS
 #define WEFT_TILE_FLOATS 8192
 #endif
 
-// weft_tile_rows: rows dequantized per tile. Few tokens: 4 rows (the tile
-// stays in L1 for the one pass). More: WEFT_TILE_FLOATS of f32.
-static int weft_tile_rows(int K, int n) {
-	if (n <= 4) return 4;
-	int rb = WEFT_TILE_FLOATS / (K > 0 ? K : 1);
-	if (rb < 4) rb = 4;
-	if (rb > 64) rb = 64;
-	return rb & ~3;
-}
+// ---- entry points called from Go (kernels.c, kern_peak.c) ----
 
-// ---- portable (any CPU; the compiler vectorizes for its baseline) ----
-#define SFX _gen
-#define VW 4
-#define NRMAX 2
-#define GMV 2
-#define GNT 4
-#include "kern_body.h"
-#undef SFX
-#undef VW
-#undef NRMAX
-#undef GMV
-#undef GNT
-
-#if WEFT_X86
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#define HAVE_F16C 1
-#define SFX _avx2
-#define VW 8
-#define NRMAX 3
-#define GMV 2
-#define GNT 6
-#include "kern_body.h"
-#undef SFX
-#undef VW
-#undef NRMAX
-#undef GMV
-#undef GNT
-#pragma GCC pop_options
-
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
-#define SFX _avx512
-#define VW 16
-#define NRMAX 4
-#define GMV 2
-#define GNT 12
-#include "kern_body.h"
-#undef SFX
-#undef VW
-#undef NRMAX
-#undef GMV
-#undef GNT
-#undef HAVE_F16C
-#pragma GCC pop_options
-#endif
-
-#include "kern_vnni.h"
-#include "kern_i8.h"
-#include "kern_peak.h"
-
-// ISA selectors passed from Go.
-enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
-
-// weft_uses_vnni reports whether weft_matmul takes the integer path (it
-// quantizes activations to 8 bits, which the tests must allow for).
-static int weft_uses_lane(int isa, int type, int K, int n) {
-#if WEFT_X86
-	return isa == WEFT_VNNI && n >= LANE_MIN_N && lane_ok(type, K);
-#else
-	return 0;
-#endif
-}
-
-// weft_uses_i8: whether an AVX2 (or AVX-512 without VNNI) CPU takes the
-// integer row kernels of kern_i8.h.
-static int weft_uses_i8(int isa, int type, int K, int n) {
-#if WEFT_X86
-	int maxn = i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
-	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && i8_ok(type, K);
-#else
-	return 0;
-#endif
-}
-
+// weft_matmul: rows [r0, r1) of y = W x for n tokens (y[t*ldy + r]). prep
+// is weft_prep's output for x (of kind weft_prep_kind(isa, type, K, n)) or
+// NULL. Returns WEFT_OK or a WEFT_E* status.
+int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		const void *prep, int n, float *y, long ldy);
+// weft_prep_kind: the WEFT_PREP_* kind of preparation the kernel for this
+// product wants, and (*bytes) the buffer weft_prep fills for it.
+int weft_prep_kind(int isa, int type, int K, int n, long *bytes);
+void weft_prep(int kind, const float *x, int n, int K, void *out);
+// weft_uses_vnni: whether weft_matmul quantizes the activations to 8 bits.
+int weft_uses_vnni(int isa, int type, int K, int n);
 // weft_act_block: the columns that share one activation scale where
-// weft_uses_vnni says the activations are quantized: 256 for the AVX2
-// K-quant kernels (i8k_prep), 32 elsewhere.
-static int weft_act_block(int isa, int type, int K, int n) {
-#if WEFT_X86
-	if (weft_uses_i8(isa, type, K, n) && i8_kquant(type)) return 256;
-#endif
-	(void)isa, (void)type, (void)K, (void)n;
-	return 32;
-}
+// weft_uses_vnni holds.
+int weft_act_block(int isa, int type, int K, int n);
+// weft_inject_failure makes every later weft_matmul return status (tests;
+// WEFT_OK restores normal operation).
+void weft_inject_failure(int status);
 
-static int weft_uses_vnni(int isa, int type, int K, int n) {
-#if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n)) return 1;
-	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && vnni_ok(type, K);
-#else
-	return 0;
-#endif
-}
+float weft_dot(int isa, const float *a, const float *b, long n);
+void weft_f16_to_f32s(int isa, float *dst, const uint16_t *src, long n);
+void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n);
+void weft_exps(int isa, float *dst, const float *src, long n);
+void weft_silu_mul(int isa, float *gate, const float *up, long n);
+void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols);
+void weft_round_f16s(int isa, float *dst, const float *src, long n);
 
-// Activations prepared once per product job and shared by its row chunks
-// (weft_prep_kind; 0: the kernel uses x as it is): quantized and packed in
-// lanes, or quantized per row. (The float GEMM packs its panels per chunk,
-// on each worker: packing them once on the caller before the job measured
-// 3-5% slower for 128-token prompts, the workers waiting for it.)
-enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3, WEFT_PREP_I8K = 4 };
+// watt_attend: one token's attention for nq query heads of one KV group
+// over a paged cache; wh selects the F16 cache (k, v are uint16_t) or the
+// F32 one. q and out hold nq rows of hd floats; scratch holds nq*(hd+n)
+// floats. Isa is at most WEFT_AVX512.
+void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
+		 const int32_t *blocks, long bs, long stride, long off, int hd, int n, float scale, float *scratch);
+// watt_softmax_causal: the causal softmax of a prompt chunk's score rows.
+void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, float scale, int wh);
 
-// weft_prep_kind: the kind of preparation the kernel for this product
-// wants, and (*bytes) the buffer weft_prep fills for it.
-static int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
-	*bytes = 0;
-#if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) {
-		*bytes = lane_prep_bytes(K, n);
-		return WEFT_PREP_LANE;
-	}
-	if (weft_uses_i8(isa, type, K, n)) {
-		if (i8_kquant(type)) {
-			*bytes = i8k_prep_bytes(K, n);
-			return WEFT_PREP_I8K;
-		}
-		*bytes = i8_prep_bytes(K, n);
-		return WEFT_PREP_I8;
-	}
-	if (weft_uses_vnni(isa, type, K, n)) {
-		*bytes = vnni_prep_floats(K, n) * 4;
-		return WEFT_PREP_VNNI;
-	}
-#endif
-	return WEFT_PREP_NONE;
-}
+// weft_peak runs iters rounds of 12 independent instructions on this
+// thread and returns the operations done: float FMAs (kind 0) or VNNI int8
+// dot products (kind 1; 0 where the CPU has none). sink keeps the result.
+double weft_peak(int isa, int kind, long iters, double *sink);
+// weft_stream_sum reads n floats once, for the memory bandwidth.
+float weft_stream_sum(const float *p, long n);
 
-static void weft_prep(int kind, const float *x, int n, int K, void *out) {
-#if WEFT_X86
-	if (kind == WEFT_PREP_LANE) lane_prep(x, n, K, (uint8_t *)out);
-	if (kind == WEFT_PREP_VNNI) vnni_prep_all(x, n, K, (float *)out);
-	if (kind == WEFT_PREP_I8) i8_prep(x, n, K, (uint8_t *)out);
-	if (kind == WEFT_PREP_I8K) i8k_prep(x, n, K, (uint8_t *)out);
-#endif
-}
+// ---- shared by the translation units ----
 
-// weft_matmul: rows [r0, r1) of y = W x for n tokens. prep is weft_prep's
-// output for x (of kind weft_prep_kind(isa, type, K, n)) or NULL.
-static int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
-		       const void *prep, int n, float *y, long ldy) {
-#if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) return matmul_lane(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_i8(isa, type, K, n)) return matmul_i8(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_vnni(isa, type, K, n)) return matmul_vnni(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
-	if (isa >= WEFT_AVX512) return matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
-	if (isa == WEFT_AVX2) return matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
-#endif
-	return matmul_gen(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
-}
+// weft_scratch returns this thread's buffer number slot (0..2) of at least
+// n floats (64-byte aligned), or NULL when it cannot be allocated. Buffers
+// live as long as the thread.
+float *weft_scratch(int slot, long n);
+// The thresholds' rules (kernels.c): whether the AVX-512 build takes the
+// packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
+// tokens; how many rows the dot-product kernel dequantizes per tile.
+int weft_gemm_pays(int type, int K, int n);
+int weft_gemm_short_rows(int K, int n);
+int weft_tile_rows(int K, int n);
 
-static float weft_dot(int isa, const float *a, const float *b, long n) {
+// The per-ISA kernel sets (body_matmul.h and body_attn.h instantiated by
+// kern_gen.c, kern_avx2.c and kern_avx512.c). matmul returns a WEFT_*
+// status like weft_matmul.
+#define WEFT_ISA_PROTOS(S)                                                                                         \
+	int weft_matmul##S(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n,    \
+			   float *y, long ldy);                                                                    \
+	float weft_dot##S(const float *a, const float *b, long n);                                                   \
+	void weft_exps##S(float *dst, const float *src, long n);                                                     \
+	void weft_silu_mul##S(float *gate, const float *up, long n);                                                 \
+	void weft_mulvect##S(float *y, const float *a, const float *x, long rows, long cols);                        \
+	void weft_round_f16s##S(float *dst, const float *src, long n);                                               \
+	void weft_f16_to_f32s##S(float *dst, const uint16_t *src, long n);                                           \
+	void weft_f32_to_f16s##S(uint16_t *dst, const float *src, long n);                                           \
+	void watt_attend_h##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
+			      long bs, long stride, long off, int hd, int n, float scale, float *scratch);          \
+	void watt_attend_f##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
+			      long bs, long stride, long off, int hd, int n, float scale, float *scratch);          \
+	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, float scale, int wh);
+WEFT_ISA_PROTOS(_gen)
 #if WEFT_X86
-	if (isa >= WEFT_AVX512) return dot_avx512(a, b, n);
-	if (isa == WEFT_AVX2) return dot_avx2(a, b, n);
-#endif
-	return dot_gen(a, b, n);
-}
+WEFT_ISA_PROTOS(_avx2)
+WEFT_ISA_PROTOS(_avx512)
 
-static void weft_f16_to_f32s(int isa, float *dst, const uint16_t *src, long n) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return f16_to_f32s_avx512(dst, src, n);
-	if (isa == WEFT_AVX2) return f16_to_f32s_avx2(dst, src, n);
-#endif
-	f16_to_f32s_gen(dst, src, n);
-}
+// kern_vnni.c: integer row kernels for few tokens and the int8 lane GEMM.
+int weft_vnni_ok(int type, int K);
+long weft_vnni_prep_floats(int K, int n);
+void weft_vnni_prep(const float *x, int n, int K, float *out);
+int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const float *prep, int n, float *y, long ldy);
+int weft_lane_ok(int type, int K);
+long weft_lane_prep_bytes(int K, int n);
+void weft_lane_prep(const float *x, int n, int K, uint8_t *out);
+int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *xp, int n, float *y, long ldy);
 
-static void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return f32_to_f16s_avx512(dst, src, n);
-	if (isa == WEFT_AVX2) return f32_to_f16s_avx2(dst, src, n);
+// kern_i8.c: AVX2 integer row kernels.
+int weft_i8_ok(int type, int K);
+int weft_i8_kquant(int type);
+long weft_i8_prep_bytes(int K, int n);
+void weft_i8_prep(const float *x, int n, int K, uint8_t *out);
+long weft_i8k_prep_bytes(int K, int n);
+void weft_i8k_prep(const float *x, int n, int K, uint8_t *out);
+int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		   const uint8_t *prep, int n, float *y, long ldy);
 #endif
-	f32_to_f16s_gen(dst, src, n);
-}
 
-static void weft_exps(int isa, float *dst, const float *src, long n) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return exps_avx512(dst, src, n);
-	if (isa == WEFT_AVX2) return exps_avx2(dst, src, n);
 #endif
-	exps_gen(dst, src, n);
-}
-
-static void weft_silu_mul(int isa, float *gate, const float *up, long n) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return silu_mul_avx512(gate, up, n);
-	if (isa == WEFT_AVX2) return silu_mul_avx2(gate, up, n);
-#endif
-	silu_mul_gen(gate, up, n);
-}
-
-static void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return mulvect_avx512(y, a, x, rows, cols);
-	if (isa == WEFT_AVX2) return mulvect_avx2(y, a, x, rows, cols);
-#endif
-	mulvect_gen(y, a, x, rows, cols);
-}
-
-static void weft_round_f16s(int isa, float *dst, const float *src, long n) {
-#if WEFT_X86
-	if (isa >= WEFT_AVX512) return round_f16s_avx512(dst, src, n);
-	if (isa == WEFT_AVX2) return round_f16s_avx2(dst, src, n);
-#endif
-	round_f16s_gen(dst, src, n);
-}

@@ -3,7 +3,7 @@
 package quant
 
 /*
-#cgo CFLAGS: -O3 -std=gnu11 -Wno-unused-function
+#cgo CFLAGS: -O3 -std=gnu11
 #include "kernels.h"
 */
 import "C"
@@ -16,17 +16,46 @@ import (
 const cgoKernels = true
 
 // matmulRowsC runs the C kernel; prep is x prepared by prepActivations
-// for this product's prepKind, or nil.
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
+// for this product's prepKind, or nil. A C status other than WEFT_OK comes
+// back as an error (kernelError).
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	var pp unsafe.Pointer
 	if len(prep) > 0 {
 		pp = unsafe.Pointer(&prep[0])
 	}
 	rc := C.weft_matmul(C.int(isa-isaC), C.int(w.Type), (*C.uint8_t)(unsafe.Pointer(&w.Data[0])), C.long(rb),
 		C.int(w.Cols), C.int(r0), C.int(r1), (*C.float)(&x[0]), pp, C.int(n), (*C.float)(&y[0]), C.long(w.Rows))
-	if rc != 0 {
-		panic(fmt.Sprintf("quant: C kernel failed for %v (out of memory?)", w.Type))
+	if rc != C.WEFT_OK {
+		return kernelError(int(rc), isa, w, n)
 	}
+	return nil
+}
+
+// kernelError turns a weft_matmul status into the error MatMul returns.
+func kernelError(rc int, isa isaKind, w Weight, n int) error {
+	what := fmt.Sprintf("%v kernel for %v, %d x %d, %d tokens", isa, w.Type, w.Rows, w.Cols, n)
+	switch rc {
+	case C.WEFT_ENOMEM:
+		return fmt.Errorf("%w: %s", ErrKernelMemory, what)
+	case C.WEFT_EUNSUPPORTED:
+		return fmt.Errorf("%w: no %s", ErrType, what)
+	}
+	return fmt.Errorf("%w: %s: status %d", ErrKernel, what, rc)
+}
+
+// Kernel failures injectKernelFailure can ask for.
+const (
+	statusOK          = int(C.WEFT_OK)
+	statusNoMemory    = int(C.WEFT_ENOMEM)
+	statusUnsupported = int(C.WEFT_EUNSUPPORTED)
+)
+
+// injectKernelFailure makes every C matrix product return status from now
+// on (statusOK ends it), so that tests reach the error paths of MatMul and
+// its callers. It reports whether C kernels are built in.
+func injectKernelFailure(status int) bool {
+	C.weft_inject_failure(C.int(status))
+	return true
 }
 
 // prepKind says how the kernel for this product prepares its activations

@@ -4,9 +4,19 @@ package quant
 
 const cgoKernels = false
 
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
+func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	matmulRowsGo(w, rb, r0, r1, x, n, y)
+	return nil
 }
+
+const (
+	statusOK          = 0
+	statusNoMemory    = -2
+	statusUnsupported = -1
+)
+
+// injectKernelFailure: without cgo there are no C kernels to fail.
+func injectKernelFailure(int) bool { return false }
 
 func usesQuantizedActivations(isa isaKind, w Weight, n int) bool { return false }
 

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,18 +12,28 @@ import (
 // MatMul computes y[t*w.Rows + r] = sum_k W[r][k] * x[t*w.Cols + k] for
 // every row r < w.Rows and token t < n. It reads the weights once for all n
 // tokens and splits rows over the worker pool when the product is large
-// enough to pay for it. It panics when w fails Validate or x, y are short.
-func MatMul(y []float32, w Weight, x []float32, n int) {
+// enough to pay for it. It panics when w fails Validate or x, y are short
+// (a caller's bug); a failure of the kernel itself (ErrKernelMemory, or
+// ErrType for a shape the C kernel has no code for) is returned, and y is
+// then undefined.
+func MatMul(y []float32, w Weight, x []float32, n int) error {
 	rb := checkMatMul(y, w, x, n)
 	if n == 0 || w.Rows == 0 {
-		return
+		return nil
 	}
 	if matmulCost(w, n) < parallelMin || min(workers(), w.Rows/16) < 2 {
-		matmulRows(activeISA, w, rb, 0, w.Rows, x, nil, n, y)
-		return
+		return matmulRows(activeISA, w, rb, 0, w.Rows, x, nil, n, y)
 	}
-	runJob(n, []Product{{Y: y, W: w, X: x}}, []int{rb})
+	return runJob(n, []Product{{Y: y, W: w, X: x}}, []int{rb})
 }
+
+// ErrKernel is wrapped by the errors of a C kernel that failed; ErrKernelMemory,
+// which wraps it, reports that a kernel could not allocate its thread's
+// scratch buffer.
+var (
+	ErrKernel       = errors.New("quant: kernel failed")
+	ErrKernelMemory = fmt.Errorf("%w: out of memory", ErrKernel)
+)
 
 // Product is one y = W·x of a MatMuls call (see MatMul for the layout).
 type Product struct {
@@ -35,8 +46,9 @@ type Product struct {
 // (such as the query, key and value projections of one input) as ONE
 // parallel job: the pool is handed work once instead of once per product,
 // and the row chunks of all products are shared out together, so no worker
-// idles at the end of a small product. It panics like MatMul.
-func MatMuls(n int, ps ...Product) {
+// idles at the end of a small product. It panics and fails like MatMul,
+// returning the first failure (every Y is then undefined).
+func MatMuls(n int, ps ...Product) error {
 	var rbs [8]int
 	rb := rbs[:0]
 	cost := 0
@@ -45,17 +57,20 @@ func MatMuls(n int, ps ...Product) {
 		cost += matmulCost(p.W, n)
 	}
 	if n == 0 {
-		return
+		return nil
 	}
 	if cost < parallelMin || workers() < 2 {
 		for i, p := range ps {
-			if p.W.Rows > 0 {
-				matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, nil, n, p.Y)
+			if p.W.Rows == 0 {
+				continue
+			}
+			if err := matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, nil, n, p.Y); err != nil {
+				return err
 			}
 		}
-		return
+		return nil
 	}
-	runJob(n, ps, rb)
+	return runJob(n, ps, rb)
 }
 
 func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
@@ -64,8 +79,10 @@ func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
 // claim from a shared counter: a worker that wakes late (busy machine)
 // finds nothing left rather than making the caller wait for it. Kernels
 // that quantize or pack the activations get them prepared here once, shared
-// by all chunks and by the products that read the same x.
-func runJob(n int, ps []Product, rb []int) {
+// by all chunks and by the products that read the same x. A chunk that
+// fails does not stop the others (they finish, so no worker is left
+// behind); the first failure is returned.
+func runJob(n int, ps []Product, rb []int) error {
 	maybeYield()
 	parts := workers()
 	j := &job{isa: activeISA, n: n}
@@ -93,6 +110,10 @@ func runJob(n int, ps []Product, rb []int) {
 	post(j, min(parts, len(j.chunks))-1)
 	j.run(0)
 	j.pend.wait()
+	if err := j.err.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // prepBufs holds a job's prepared activations; reused through prepPool.
@@ -162,6 +183,7 @@ type job struct {
 	chunks []chunk
 	next   atomic.Int32 // next unclaimed chunk
 	pend   pending
+	err    atomic.Pointer[error] // the first chunk's failure
 }
 
 // chunk is rows [r0, r1) of product p.
@@ -176,19 +198,21 @@ func (j *job) run(int) {
 		}
 		ch := j.chunks[c]
 		p := &j.ps[ch.p]
-		matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.prep[ch.p], j.n, p.Y)
+		if err := matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.prep[ch.p], j.n, p.Y); err != nil {
+			j.err.CompareAndSwap(nil, &err)
+		}
 		j.pend.done()
 	}
 }
 
 // matmulRows computes rows [r0, r1) of y for all n tokens.
 // prep is x prepared for this product's kernel (see prepKind) or nil.
-func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) {
+func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	if isa == isaGo || !cgoKernels {
 		matmulRowsGo(w, rb, r0, r1, x, n, y)
-		return
+		return nil
 	}
-	matmulRowsC(isa, w, rb, r0, r1, x, prep, n, y)
+	return matmulRowsC(isa, w, rb, r0, r1, x, prep, n, y)
 }
 
 // rowPool holds matmulRowsGo's row buffers (no allocation per call).

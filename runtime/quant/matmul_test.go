@@ -122,8 +122,11 @@ func TestMatMulMatchesReference(t *testing.T) {
 					qb := qbound[activationBlock(isa, w, n)]
 					got := make([]float32, n*sh.rows+1)
 					got[len(got)-1] = 42 // guard
-					MatMul(got, w, x, n)
+					err := MatMul(got, w, x, n)
 					setISA(old)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
 					if got[len(got)-1] != 42 {
 						t.Errorf("%s: wrote past n*Rows", name)
 					}
@@ -216,11 +219,15 @@ func TestMatMulsMatchesMatMul(t *testing.T) {
 		var want [][]float32
 		for _, w := range ws {
 			y := make([]float32, n*w.Rows)
-			MatMul(y, w, x, n)
+			if err := MatMul(y, w, x, n); err != nil {
+				t.Fatal(err)
+			}
 			want = append(want, y)
 			ps = append(ps, Product{Y: make([]float32, n*w.Rows), W: w, X: x})
 		}
-		MatMuls(n, ps...)
+		if err := MatMuls(n, ps...); err != nil {
+			t.Fatal(err)
+		}
 		for i, p := range ps {
 			amax := 0.0
 			for _, v := range want[i] {

@@ -24,7 +24,7 @@ func MeasurePeaks(buf []float32) Peaks {
 		for {
 			start := time.Now()
 			ops := make([]float64, pieces)
-			Parallel(pieces, func(_, i int) { ops[i] = peakOps(kind, iters) })
+			_ = Parallel(pieces, func(_, i int) error { ops[i] = peakOps(kind, iters); return nil })
 			el := time.Since(start)
 			var total float64
 			for _, o := range ops {
@@ -47,11 +47,12 @@ func MeasurePeaks(buf []float32) Peaks {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
-			Parallel(pieces, func(_, i int) {
+			_ = Parallel(pieces, func(_, i int) error {
 				lo, hi := len(buf)*i/pieces, len(buf)*(i+1)/pieces
 				if lo < hi {
 					sums[i] = streamSum(buf[lo:hi])
 				}
+				return nil
 			})
 			best = min(best, time.Since(start))
 		}

@@ -42,8 +42,8 @@ func SetWorkers(n int) bool {
 // not move while it polls. Start it outside, or keep matrix products out of
 // bubbles.) A forward pass hands the pool a task every few tens of
 // microseconds; waking a parked goroutine costs a futex round trip through
-// the kernel (measured ~12 % of a single-sequence decode step under KVM),
-// while a polling worker picks a task up at once. It parks after spinFor
+// the kernel (a tenth of a single-sequence decode step under KVM; see
+// BENCHMARKS.md §1), while a polling worker picks a task up at once. It parks after spinFor
 // of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
@@ -150,10 +150,9 @@ const yieldEvery = 4 * time.Millisecond
 // runs products back to back, as a forward pass does, never reschedules
 // otherwise: after 10 ms on one scheduler tick, Go's sysmon takes its P
 // away in the middle of a cgo call and, having retaken one, keeps polling
-// every 20 µs, a wake-up that preempts a compute thread each time (two
-// compute threads on two CPUs, weft bench --engine, synth-110m Q4_K_M
-// prompts: ~4k context switches a second, a third of them sysmon's; with
-// this, half as many and prompts 2-17 % faster, tiny models even).
+// every 20 µs, a wake-up that preempts a compute thread each time.
+// Yielding every yieldEvery keeps the P and halves the context switches
+// of a prompt-heavy load.
 func maybeYield() {
 	now := int64(time.Since(procStart))
 	if last := lastYield.Load(); now-last >= int64(yieldEvery) && lastYield.CompareAndSwap(last, now) {
@@ -170,30 +169,44 @@ func Workers() int { return workers() }
 // (< Workers()) identifies the goroutine, so fn can use per-worker scratch;
 // calls with the same worker never overlap. fn may call MatMul (a nested
 // job is finished by whoever claims its pieces, the caller included) but
-// not Parallel (worker indexes would repeat).
-func Parallel(n int, fn func(worker, i int)) {
+// not Parallel (worker indexes would repeat). Every call runs even when
+// some fail; Parallel returns the failure of the lowest i that failed.
+func Parallel(n int, fn func(worker, i int) error) error {
 	if n <= 0 {
-		return
+		return nil
 	}
 	parts := workers()
 	if n == 1 || parts < 2 {
+		var first error
 		for i := range n {
-			fn(0, i)
+			if err := fn(0, i); err != nil && first == nil {
+				first = err
+			}
 		}
-		return
+		return first
 	}
 	p := &parTask{n: int32(n), fn: fn}
 	p.pend.add(n)
 	post(p, min(parts, n)-1)
 	p.run(0)
 	p.pend.wait()
+	if p.errs != nil {
+		for _, err := range p.errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 type parTask struct {
 	n    int32
 	next atomic.Int32
-	fn   func(worker, i int)
+	fn   func(worker, i int) error
 	pend pending
+	mu   sync.Mutex
+	errs []error // by i, allocated on the first failure (under mu)
 }
 
 func (p *parTask) run(worker int) {
@@ -202,7 +215,14 @@ func (p *parTask) run(worker int) {
 		if i >= p.n {
 			return
 		}
-		p.fn(worker, int(i))
+		if err := p.fn(worker, int(i)); err != nil {
+			p.mu.Lock()
+			if p.errs == nil {
+				p.errs = make([]error, p.n)
+			}
+			p.errs[i] = err
+			p.mu.Unlock()
+		}
 		p.pend.done()
 	}
 }

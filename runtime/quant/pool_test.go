@@ -14,10 +14,10 @@ func TestParallel(t *testing.T) {
 		counts := make([]atomic.Int32, n)
 		busy := make([]atomic.Int32, Workers())
 		var bad atomic.Int32
-		Parallel(n, func(worker, i int) {
+		err := Parallel(n, func(worker, i int) error {
 			if worker < 0 || worker >= len(busy) {
 				bad.Add(1)
-				return
+				return nil
 			}
 			if busy[worker].Add(1) != 1 {
 				bad.Add(1)
@@ -25,9 +25,13 @@ func TestParallel(t *testing.T) {
 			counts[i].Add(1)
 			// a nested MatMul must not deadlock on the pool
 			w := Weight{Type: gguf.TypeF32, Rows: 256, Cols: 256, Data: make([]byte, 256*256*4)}
-			MatMul(make([]float32, 256*4), w, make([]float32, 256*4), 4)
+			err := MatMul(make([]float32, 256*4), w, make([]float32, 256*4), 4)
 			busy[worker].Add(-1)
+			return err
 		})
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
 		if bad.Load() != 0 {
 			t.Errorf("n=%d: %d calls on a bad or busy worker index", n, bad.Load())
 		}

@@ -168,7 +168,7 @@ func (s *Sampler) Sample(logits []float32) Result {
 
 	var tok int32
 	if s.p.Temperature == 0 {
-		tok = argmax(work)
+		tok = Argmax(work)
 	} else {
 		tok = s.draw(work)
 	}
@@ -205,8 +205,10 @@ func (s *Sampler) applyPenalties(work []float32) {
 	}
 }
 
-// argmax returns the index of the largest value, the lowest index on ties.
-func argmax(v []float32) int32 {
+// Argmax returns the index of the largest value, the lowest index on ties
+// (NaNs are never larger): greedy decoding's choice. Tests and tools that
+// decode greedily from raw logits use it rather than their own copy.
+func Argmax(v []float32) int32 {
 	best := 0
 	for i := 1; i < len(v); i++ {
 		if v[i] > v[best] {
@@ -219,7 +221,7 @@ func argmax(v []float32) int32 {
 // draw applies temperature, top-k, top-p and min-p to work and samples.
 func (s *Sampler) draw(work []float32) int32 {
 	n := len(work)
-	best := argmax(work)
+	best := Argmax(work)
 	mx := work[best]
 	if math.IsInf(float64(mx), -1) {
 		return best // every token is masked: nothing to draw from

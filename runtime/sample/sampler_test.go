@@ -411,7 +411,7 @@ func TestTopPAllMatchesFullSort(t *testing.T) {
 		s.ensure(tc.n)
 		var z float64
 		weight := s.weight[:tc.n]
-		mx := work[argmax(work)]
+		mx := work[Argmax(work)]
 		for i, v := range work {
 			weight[i] = float32(math.Exp(float64(v - mx)))
 			z += float64(weight[i])

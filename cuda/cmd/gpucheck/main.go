@@ -36,6 +36,7 @@ import (
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/sample"
 )
 
 type config struct {
@@ -277,16 +278,6 @@ func newSeq(prompt []int32, maxLen int, firstBlock int32) *seqRun {
 	return s
 }
 
-func argmax(v []float32) int32 {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
 // greedy decodes seqs together on b: each sequence's prompt is fed in one
 // step (all prompts in the first step, or staggered by start[i] steps so
 // prompt chunks and decodes mix), then one token per step. It returns the
@@ -331,14 +322,14 @@ func greedy(b batch.Backend, seqs []*seqRun, start []int, steps, vocab int) ([][
 			if first[i] == nil {
 				first[i] = logits[j]
 			}
-			seqs[i].toks = append(seqs[i].toks, argmax(logits[j]))
+			seqs[i].toks = append(seqs[i].toks, sample.Argmax(logits[j]))
 		}
 	}
 }
 
 // logprobOf is log softmax(v)[i], in float64.
 func logprobOf(v []float32, i int32) float32 {
-	mx := v[argmax(v)]
+	mx := v[sample.Argmax(v)]
 	var sum float64
 	for _, x := range v {
 		sum += math.Exp(float64(x - mx))
@@ -409,7 +400,7 @@ func correctness(c config, r *report, dev *cuda.Device, m model) error {
 	if err != nil {
 		return fmt.Errorf("cuda greedy: %w", err)
 	}
-	wantTok, wantLP := argmax(gl[0]), logprobOf(gl[0], argmax(gl[0]))
+	wantTok, wantLP := sample.Argmax(gl[0]), logprobOf(gl[0], sample.Argmax(gl[0]))
 	r.add(check{Model: m.name, Name: "device argmax + logprob", Required: true,
 		OK:     gr[0].Token == wantTok && math.Abs(float64(gr[0].Logprob-wantLP)) <= 1e-3,
 		Detail: fmt.Sprintf("device %d (%.5f), host on the same logits %d (%.5f)", gr[0].Token, gr[0].Logprob, wantTok, wantLP)})

@@ -1,4 +1,6 @@
-// kern_vnni.h: integer dot-product kernels for few tokens (AVX-512 VNNI).
+//go:build cgo
+
+// kern_vnni.c: integer dot-product kernels for few tokens (AVX-512 VNNI).
 // Activations are quantized per 32 values to int8 (scale dx = amax/127),
 // as llama.cpp does; weights stay in their blocks and are unpacked to
 // unsigned bytes, so one vpdpbusd multiplies 64 weight-activation pairs into
@@ -10,8 +12,13 @@
 // Q4_K and Q5_K) and xsum4 = dx * (sum of the 4 quantized activations),
 // so both terms see the same rounded activations, as llama.cpp's block sums do.
 
+#include <string.h>
+
+#include "kernels.h"
+
 #if WEFT_X86
-#pragma GCC push_options
+#include <immintrin.h>
+
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 
 // qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
@@ -167,8 +174,8 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 	for (int t = 0; t < NT; t++) out[t * ldo] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], accb[t]));
 }
 
-// vnni_ok: whether the integer path handles this product.
-static int vnni_ok(int type, int K) {
+// weft_vnni_ok: whether the integer path handles this product.
+int weft_vnni_ok(int type, int K) {
 	switch (type) {
 	case 8:
 	case 2: return K % 64 == 0;
@@ -187,8 +194,8 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		const uint8_t *row = w + (long)r * rowBytes;
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
-		// their costlier unpacking is shared by more tokens (Q8_0 measured
-		// slower with 8)
+		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
+		// unpack, runs faster with 4)
 		for (; type >= 12 && t + 8 <= n; t += 8)
 			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 8);
 		for (; t + 4 <= n; t += 4)
@@ -201,24 +208,24 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 	}
 }
 
-// vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
-static long vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4)); }
+// weft_vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
+long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4)); }
 
-// vnni_prep_all: vnni_prep into one buffer of vnni_prep_floats(K, n).
-static void vnni_prep_all(const float *x, int n, int K, float *scr) {
+// weft_vnni_prep: vnni_prep into one buffer of weft_vnni_prep_floats(K, n).
+void weft_vnni_prep(const float *x, int n, int K, float *scr) {
 	vnni_prep(x, n, K, (int8_t *)scr, scr + (long)n * K / 4, scr + (long)n * K / 4 + (long)n * (K / 4));
 }
 
-// matmul_vnni: rows [r0, r1) for n tokens; prep is vnni_prep_all's output
+// weft_vnni_matmul: rows [r0, r1) for n tokens; prep is weft_vnni_prep's output
 // for x, or NULL to quantize here.
-static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *prep,
+int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *prep,
 		       int n, float *y, long ldy) {
 	int K4 = K / 4;
 	float *scr = (float *)prep;
 	if (!scr) {
-		scr = weft_scratch(0, vnni_prep_floats(K, n));
-		if (!scr) return -1;
-		vnni_prep_all(x, n, K, scr);
+		scr = weft_scratch(0, weft_vnni_prep_floats(K, n));
+		if (!scr) return WEFT_ENOMEM;
+		weft_vnni_prep(x, n, K, scr);
 	}
 	int8_t *qx = (int8_t *)scr;
 	float *dxl = scr + (long)n * K / 4, *xs4 = dxl + (long)n * K4;
@@ -228,7 +235,7 @@ static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0,
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	default: return -1;
+	default: return WEFT_EUNSUPPORTED;
 	}
 	return 0;
 }
@@ -252,11 +259,10 @@ static int matmul_vnni(int type, const uint8_t *w, long rowBytes, int K, int r0,
 // bytes, then 16 floats dx and 16 floats S (0 for padding tokens, whose
 // bytes are 128, so they add nothing).
 #define LANE_BLK 640
-#define LANE_MIN_N 16
 
-static long lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
+long weft_lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
 
-static void lane_prep(const float *x, int n, int K, uint8_t *out) {
+void weft_lane_prep(const float *x, int n, int K, uint8_t *out) {
 	int nb = K / 32, panels = (n + 15) / 16;
 	for (int p = 0; p < panels; p++)
 		for (int b = 0; b < nb; b++) {
@@ -470,27 +476,27 @@ static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint
 		}
 }
 
-// lane_ok: whether the lane GEMM handles this weight type and row length.
-static int lane_ok(int type, int K) {
+// weft_lane_ok: whether the lane GEMM handles this weight type and row length.
+int weft_lane_ok(int type, int K) {
 	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0);
 }
 
-// matmul_lane: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K); xp
-// is lane_prep's packing of x, or NULL to pack here.
-static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K); xp
+// is weft_lane_prep's packing of x, or NULL to pack here.
+int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		       const uint8_t *xp, int n, float *y, long ldy) {
 	int nb = K / 32;
 	long ps = (long)nb * LANE_BLK;
 	if (!xp) {
-		uint8_t *buf = (uint8_t *)weft_scratch(0, (lane_prep_bytes(K, n) + 3) / 4);
-		if (!buf) return -1;
-		lane_prep(x, n, K, buf);
+		uint8_t *buf = (uint8_t *)weft_scratch(0, (weft_lane_prep_bytes(K, n) + 3) / 4);
+		if (!buf) return WEFT_ENOMEM;
+		weft_lane_prep(x, n, K, buf);
 		xp = buf;
 	}
 	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
 	// unpacked quants (4 x K bytes)
 	float *sc = weft_scratch(1, 12L * nb + (type != 8 ? (long)K : 0));
-	if (!sc) return -1;
+	if (!sc) return WEFT_ENOMEM;
 	float *ds = sc, *cw = sc + 4L * nb, *dm = sc + 8L * nb;
 	uint8_t *q = (uint8_t *)(sc + 12L * nb);
 	for (int r = r0; r < r1; r += 4) {
@@ -509,5 +515,4 @@ static int matmul_lane(int type, const uint8_t *w, long rowBytes, int K, int r0,
 	}
 	return 0;
 }
-#pragma GCC pop_options
 #endif

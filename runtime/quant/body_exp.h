@@ -1,8 +1,8 @@
-// kern_exp.h: the vector exponential of the C kernels, e^x per lane with
+// body_exp.h: a fragment: the vector exponential of the C kernels, e^x per lane with
 // |relative error| < 2e-7 (a couple of ulps): x is clamped to [-87, 88],
 // split as n*ln2 + r (|r| <= ln2/2, Cody-Waite), e^r by its degree-7 Taylor
 // polynomial, 2^n through the exponent bits; NaN lanes come back NaN.
-// Included (no guard) inside a per-instruction-set body that defines
+// Included (no guard) by body_matmul.h and body_attn.h, each of which defines
 // EXP_VF (float vector type), EXP_VI (int vector of the same width),
 // EXP_SEL (lane select: mask, a, b) and EXP_NAME (the function's name).
 static inline __attribute__((always_inline)) EXP_VF EXP_NAME(EXP_VF x) {

@@ -1,12 +1,18 @@
-// kern_peak.h: the arithmetic peaks weft bench states its compute bounds
+//go:build cgo
+
+// kern_peak.c: the arithmetic peaks weft bench states its compute bounds
 // at: 12 independent register chains of the instruction the kernels are
 // built from (vfmadd231ps, or vpdpbusd for the VNNI int8 kernels), so
 // nothing but the execution ports limits them.
+#include "kernels.h"
+
 #if WEFT_X86
+#include <immintrin.h>
+
 #define PEAK_CHAINS(OP) OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
-// The chains start from different values: started equal, they stay equal,
-// and GCC kept one chain and ran it alone (a latency-bound loop that
-// claimed 12x its work: 93 GFLOP/s a core on a Zen 1 whose real peak is 40).
+// The chains start from different values: chains started equal stay
+// equal, and the compiler may then keep one and run it alone, a
+// latency-bound loop that would claim 12 times the work it did.
 #define PEAK_INIT(T, SET) \
 	T a0 = SET(0), a1 = SET(1), a2 = SET(2), a3 = SET(3), a4 = SET(4), a5 = SET(5), a6 = SET(6), a7 = SET(7), a8 = SET(8), \
 	  a9 = SET(9), a10 = SET(10), a11 = SET(11);
@@ -63,7 +69,7 @@ static double peak_dpbusd(long iters) {
 // the operations done (multiply and add counted apart): float FMAs (kind
 // 0) or VNNI int8 dot products (kind 1, 0 where the CPU has none). sink
 // keeps the result alive.
-static double weft_peak(int isa, int kind, long iters, double *sink) {
+double weft_peak(int isa, int kind, long iters, double *sink) {
 #if WEFT_X86
 	if (kind == 0 && isa >= 2) {
 		*sink = peak_fma512(iters);
@@ -84,7 +90,7 @@ static double weft_peak(int isa, int kind, long iters, double *sink) {
 
 // weft_stream_sum reads n floats once (8 independent sums, which the
 // compiler vectorizes), for the memory bandwidth.
-static float weft_stream_sum(const float *p, long n) {
+float weft_stream_sum(const float *p, long n) {
 	float s[8] = {0};
 	long i = 0;
 	for (; i + 8 <= n; i += 8)

@@ -1,4 +1,6 @@
-// kern_i8.h: integer row kernels for AVX2 CPUs without VNNI (Q8_0, Q4_0,
+//go:build cgo
+
+// kern_i8.c: integer row kernels for AVX2 CPUs without VNNI (Q8_0, Q4_0,
 // Q4_K, Q6_K). Weights stay in their blocks; activations are quantized per
 // token to int8. One vpmaddubsw multiplies 32 unsigned weight bytes with 32
 // signed activations into 16 pair sums and one vpmaddwd adds the pairs (or,
@@ -13,22 +15,26 @@
 //     (llama.cpp's Q8_K), so a super-block adds up in integers and takes
 //     one conversion and FMA, not one every 32 columns. Q4_K's mins and
 //     Q6_K's -32 come off through the sums of q over each 16 columns.
-//     Measured against the per-32 version (two threads, Q4_K_M synth-110m,
-//     weft bench --engine): decode 1 +10 %, decode 4 +27-30 %; and the
-//     AVX2 build now gives llama.cpp's Q4_K logits to 4e-5 on
-//     ../shared/synth (TestSynthGolden; 1.33 with per-32 activations).
+//     Per-256 activations are both faster than per-32 ones (fewer
+//     conversions) and closer to llama.cpp, which quantizes K-quant
+//     activations the same way: TestSynthGolden holds the AVX2 build to
+//     llama.cpp's Q4_K logits.
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
-// the registers than its floats (measured on Zen 1, two threads, one token,
-// BenchmarkMatMul Q8_0 768x2048: 5.9 -> 15.1 GB/s of weights).
+// the registers than its floats (BENCHMARKS.md §1b has the figures).
+#include <string.h>
+
+#include "kernels.h"
+
 #if WEFT_X86
-#pragma GCC push_options
+#include <immintrin.h>
+
 #pragma GCC target("avx2,fma,f16c")
 
-// i8_prep layout for n tokens of K values: qx[n][K] int8, then dx[n][K/32]
+// weft_i8_prep layout for n tokens of K values: qx[n][K] int8, then dx[n][K/32]
 // and xs[n][K/32] floats.
-static long i8_prep_bytes(int K, int n) { return (long)n * K + 2L * n * (K / 32) * 4; }
+long weft_i8_prep_bytes(int K, int n) { return (long)n * K + 2L * n * (K / 32) * 4; }
 
 static inline __attribute__((always_inline)) float i8_hmax(__m256 v) {
 	__m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -75,7 +81,7 @@ static inline __attribute__((always_inline)) void i8_quant32(const float *p, flo
 	_mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(v, order));
 }
 
-static void i8_prep(const float *x, int n, int K, uint8_t *out) {
+void weft_i8_prep(const float *x, int n, int K, uint8_t *out) {
 	const int nb = K / 32;
 	int8_t *qx = (int8_t *)out;
 	float *dx = (float *)(out + (long)n * K), *xs = dx + (long)n * nb;
@@ -91,7 +97,7 @@ static void i8_prep(const float *x, int n, int K, uint8_t *out) {
 		}
 }
 
-// i8k_prep: the K-quants' activations (Q4_K, Q6_K), quantized per token and
+// weft_i8k_prep: the K-quants' activations (Q4_K, Q6_K), quantized per token and
 // 256-column super-block, as llama.cpp's Q8_K: one scale a super-block lets
 // the kernel add a whole super-block in integers (the sub-block scales
 // applied by vpmaddwd) before one conversion and FMA, where per-32 scales
@@ -99,9 +105,9 @@ static void i8_prep(const float *x, int n, int K, uint8_t *out) {
 // tokens of K values: qx[n][K] int8, then d[n][K/256] floats, then
 // bs[n][K/16] int16 (the sums of q over each 16 columns: Q4_K's mins and
 // Q6_K's -32 offset come off through them).
-static long i8k_prep_bytes(int K, int n) { return (long)n * K + (long)n * (K / 256) * 4 + (long)n * (K / 16) * 2; }
+long weft_i8k_prep_bytes(int K, int n) { return (long)n * K + (long)n * (K / 256) * 4 + (long)n * (K / 16) * 2; }
 
-static void i8k_prep(const float *x, int n, int K, uint8_t *out) {
+void weft_i8k_prep(const float *x, int n, int K, uint8_t *out) {
 	const int nsb = K / 256;
 	int8_t *qx = (int8_t *)out;
 	float *dd = (float *)(out + (long)n * K);
@@ -122,7 +128,7 @@ static void i8k_prep(const float *x, int n, int K, uint8_t *out) {
 		}
 }
 
-// i8k_row: one Q4_K or Q6_K row times NT (1..4) tokens on i8k_prep's
+// i8k_row: one Q4_K or Q6_K row times NT (1..4) tokens on weft_i8k_prep's
 // layout; qx, dd, bs point at the first token (strides K, K/256, K/16).
 static inline __attribute__((always_inline)) void i8k_row(const int type, const uint8_t *row, int K, const int8_t *qx,
 							   const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
@@ -207,8 +213,8 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 	for (int t = 0; t < NT; t++) out[t * ldo] = i8_hsum(acc[t]);
 }
 
-// i8_ok: whether the AVX2 integer kernels handle this product.
-static int i8_ok(int type, int K) {
+// weft_i8_ok: whether the AVX2 integer kernels handle this product.
+int weft_i8_ok(int type, int K) {
 	switch (type) {
 	case 8:
 	case 2: return K % 32 == 0;
@@ -297,21 +303,21 @@ static inline __attribute__((always_inline)) void i8k_rows(const int type, const
 }
 #undef I8_FOR_ROWS
 
-// i8_kquant: whether the type takes i8k_prep's per-256 activations.
-static int i8_kquant(int type) { return type == 12 || type == 14; }
+// weft_i8_kquant: whether the type takes weft_i8k_prep's per-256 activations.
+int weft_i8_kquant(int type) { return type == 12 || type == 14; }
 
-// matmul_i8: rows [r0, r1) for n tokens; prep is i8_prep's output for x
-// (i8k_prep's for the K-quants), or NULL to quantize here.
-static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *prep,
+// weft_i8_matmul: rows [r0, r1) for n tokens; prep is weft_i8_prep's output for x
+// (weft_i8k_prep's for the K-quants), or NULL to quantize here.
+int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const uint8_t *prep,
 		     int n, float *y, long ldy) {
-	const int kq = i8_kquant(type);
+	const int kq = weft_i8_kquant(type);
 	if (!prep) {
-		uint8_t *scr = (uint8_t *)weft_scratch(0, ((kq ? i8k_prep_bytes(K, n) : i8_prep_bytes(K, n)) + 3) / 4);
-		if (!scr) return -1;
+		uint8_t *scr = (uint8_t *)weft_scratch(0, ((kq ? weft_i8k_prep_bytes(K, n) : weft_i8_prep_bytes(K, n)) + 3) / 4);
+		if (!scr) return WEFT_ENOMEM;
 		if (kq)
-			i8k_prep(x, n, K, scr);
+			weft_i8k_prep(x, n, K, scr);
 		else
-			i8_prep(x, n, K, scr);
+			weft_i8_prep(x, n, K, scr);
 		prep = scr;
 	}
 	const int8_t *qx = (const int8_t *)prep;
@@ -328,10 +334,9 @@ static int matmul_i8(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	switch (type) { // specialize i8_rows per type
 	case 8: i8_rows(8, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	case 2: i8_rows(2, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
-	default: return -1;
+	default: return WEFT_EUNSUPPORTED;
 	}
 	return 0;
 }
 
-#pragma GCC pop_options
 #endif

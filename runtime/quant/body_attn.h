@@ -1,7 +1,8 @@
-// kern_attn.h: single-query attention over a paged KV cache, compiled into
-// the cgo object of attn_cgo.go. The body (the WATT_BODY part of this file)
-// is included once per instruction set under a GCC target pragma, as
-// kernels.h does with kern_body.h; Go picks the variant at run time.
+// body_attn.h: a fragment, not a header: single-query attention over a
+// paged KV cache for one instruction set. kern_gen.c, kern_avx2.c and
+// kern_avx512.c each include it once, like body_matmul.h, with SFX and VW
+// defined (and HAVE_F16C where the target has F16C); it defines the
+// watt_*SFX entry points kernels.h declares, everything else static.
 //
 // One call serves the nq query vectors of one KV head (a GQA group) at one
 // position: the scores q·K[p] read K in place (F16 converted in registers),
@@ -9,94 +10,12 @@
 // multiply by float32(1/sum), F16 rounding for an F16 cache), and the
 // output sum_p w[p]*V[p] reads V in place. Position p's row starts at
 // element blocks[p/bs]*stride + off + (p%bs)*hd of K and of V.
-// Everything is static: other cgo files define their own helpers.
-#ifndef WATT_BODY
-
-#include <stdint.h>
-#include <string.h>
-
-#if defined(__x86_64__) && !defined(WEFT_PORTABLE_ONLY)
-#define WATT_X86 1
-#else
-#define WATT_X86 0
-#endif
-#if WATT_X86
-#include <immintrin.h>
-#endif
-
-#include "kern_f16.h"
-
-// ---- portable ----
-#define WATT_BODY 1
-#define SFX _gen
-#define VW 4
-#include "kern_attn.h"
-#undef SFX
-#undef VW
-
-#if WATT_X86
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#define WATT_F16C 1
-#define SFX _avx2
-#define VW 8
-#include "kern_attn.h"
-#undef SFX
-#undef VW
-#pragma GCC pop_options
-
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
-#define SFX _avx512
-#define VW 16
-#include "kern_attn.h"
-#undef SFX
-#undef VW
-#undef WATT_F16C
-#pragma GCC pop_options
-#endif
-#undef WATT_BODY
-
-// ISA selectors passed from Go (activeISA - isaC).
-enum { WATT_GEN = 0, WATT_AVX2 = 1, WATT_AVX512 = 2 };
-
-// watt_attend: wh selects the F16 cache (k, v are uint16_t) or the F32 one.
-// q and out hold nq rows of hd floats; scratch holds nq*(hd+n) floats.
-static void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
-			const int32_t *blocks, long bs, long stride, long off, int hd, int n, float scale,
-			float *scratch) {
-#if WATT_X86
-	// Heads narrower than 16 (stories260K's 8) or not a multiple of it
-	// run faster in the 8-wide variant than in the 16-wide one's tails.
-	if (isa >= WATT_AVX512 && hd % 16 != 0 && hd % 8 == 0) isa = WATT_AVX2;
-	if (isa >= WATT_AVX512) {
-		if (wh) return attend_h_avx512(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-		return attend_f_avx512(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-	}
-	if (isa == WATT_AVX2) {
-		if (wh) return attend_h_avx2(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-		return attend_f_avx2(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-	}
-#endif
-	if (wh) return attend_h_gen(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-	attend_f_gen(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch);
-}
-
-// watt_softmax_causal: softmax_causal (kern body) for the chosen ISA.
-static void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
-#if WATT_X86
-	if (isa >= WATT_AVX512) return softmax_causal_avx512(sc, rows, n, T, pos0, scale, wh);
-	if (isa >= WATT_AVX2) return softmax_causal_avx2(sc, rows, n, T, pos0, scale, wh);
-#endif
-	softmax_causal_gen(sc, rows, n, T, pos0, scale, wh);
-}
-
-#else // WATT_BODY: one instruction set's kernels (SFX, VW defined)
 
 #define WCAT_(a, b) a##b
 #define WCAT(a, b) WCAT_(a, b)
 #define AF(name) WCAT(name, SFX)
 #define AI inline __attribute__((always_inline))
+#define WAPI(name) WCAT(watt_, AF(name))
 
 typedef float AF(avf) __attribute__((vector_size(VW * 4)));
 typedef float AF(avfu) __attribute__((vector_size(VW * 4), aligned(4), may_alias));
@@ -114,9 +33,9 @@ static AI void AF(ast)(float *p, AF(avf) x) {
 // converted in registers.
 static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
 	if (WH) {
-#if defined(WATT_F16C) && VW == 16
+#if defined(HAVE_F16C) && VW == 16
 		return (AF(avf))_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
-#elif defined(WATT_F16C)
+#elif defined(HAVE_F16C)
 		return (AF(avf))_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
 #else
 		float a[VW];
@@ -154,12 +73,12 @@ static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
 }
 
 // aexp: e^x per lane, the same approximation as quant.Exps' C kernels
-// (kern_exp.h).
+// (body_exp.h).
 #define EXP_VF AF(avf)
 #define EXP_VI AF(avi)
 #define EXP_SEL AF(asel)
 #define EXP_NAME AF(aexp)
-#include "kern_exp.h"
+#include "body_exp.h"
 #undef EXP_VF
 #undef EXP_VI
 #undef EXP_SEL
@@ -168,10 +87,10 @@ static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
 // around: x rounded to F16 (nearest even) and back, n floats.
 static AI void AF(around)(float *dst, const float *src, long n) {
 	long i = 0;
-#if defined(WATT_F16C) && VW == 16
+#if defined(HAVE_F16C) && VW == 16
 	for (; i + 16 <= n; i += 16)
 		_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
-#elif defined(WATT_F16C)
+#elif defined(HAVE_F16C)
 	for (; i + 8 <= n; i += 8)
 		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
 #endif
@@ -401,7 +320,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 // softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
 // (head, token) with T tokens from position pos0: row r attends to
 // positions 0..pos0 + r%T, softmaxed as asoftmax does; the rest is zeroed.
-static void AF(softmax_causal)(float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
+void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
 	for (int r = 0; r < rows; r++) {
 		float *row = sc + (long)r * n;
 		int len = pos0 + r % T + 1;
@@ -463,12 +382,12 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 	}
 }
 
-static void AF(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
 			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
 	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 1);
 }
 
-static void AF(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
 			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
 	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 0);
 }
@@ -477,4 +396,4 @@ static void AF(attend_f)(float *out, const float *q, int nq, const void *k, cons
 #undef WCAT
 #undef AF
 #undef AI
-#endif // WATT_BODY
+#undef WAPI

@@ -1,6 +1,9 @@
-// kern_f16.h: IEEE half <-> float conversions in plain C, exact (F16 to F32)
-// and round-to-nearest-even (F32 to F16) like the F16C instructions; shared
-// by the cgo objects of kernels.h and kern_attn.h for their portable paths.
+// body_f16.h: a fragment: IEEE half <-> float conversions in plain C, exact
+// (F16 to F32) and round-to-nearest-even (F32 to F16) like the F16C
+// instructions (NaNs come back quiet, their payload kept where it fits).
+// The per-ISA translation units include it before body_matmul.h and
+// body_attn.h, which use it on their scalar paths; Go's F16ToF32 and
+// F32ToF16 (f16.go) follow the same rules.
 #ifndef WEFT_KERN_F16_H
 #define WEFT_KERN_F16_H
 #include <stdint.h>

@@ -1,4 +1,4 @@
-package llama
+package quant
 
 import (
 	"encoding/binary"
@@ -9,16 +9,18 @@ import (
 )
 
 // Quantize encodes src (a whole number of rows of cols values) as type t:
-// F32, F16, Q8_0, Q4_0, Q4_K or Q6_K. The result decodes with quant.Dequantize.
-// The quantizers are simple round-to-nearest ones (no importance search),
-// enough for generated test models.
+// F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, in the block layouts Dequantize
+// decodes. The encoders round to nearest (no importance search, unlike
+// llama.cpp's quantize tool): enough for generated test models, whose
+// weights are random anyway. Other types give an error wrapping ErrType;
+// src not made of whole rows, one wrapping ErrSize.
 func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 	if cols <= 0 || len(src)%cols != 0 {
-		return nil, fmt.Errorf("llama: quantize: %d values are not rows of %d", len(src), cols)
+		return nil, fmt.Errorf("%w: quantize: %d values are not rows of %d", ErrSize, len(src), cols)
 	}
 	rb, err := t.RowBytes(cols)
 	if err != nil {
-		return nil, fmt.Errorf("llama: quantize: %w", err)
+		return nil, fmt.Errorf("%w: quantize: %v", ErrSize, err)
 	}
 	rows := len(src) / cols
 	out := make([]byte, rows*rb)
@@ -28,7 +30,7 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 	case gguf.TypeF32:
 		enc = func(dst []byte, x []float32) { binary.LittleEndian.PutUint32(dst, math.Float32bits(x[0])) }
 	case gguf.TypeF16:
-		enc = func(dst []byte, x []float32) { binary.LittleEndian.PutUint16(dst, f32ToF16(x[0])) }
+		enc = func(dst []byte, x []float32) { binary.LittleEndian.PutUint16(dst, F32ToF16(x[0])) }
 	case gguf.TypeQ8_0:
 		enc = quantQ8_0
 	case gguf.TypeQ4_0:
@@ -38,7 +40,7 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 	case gguf.TypeQ6_K:
 		enc = quantQ6_K
 	default:
-		return nil, fmt.Errorf("%w: no quantizer for %s", ErrUnsupported, t)
+		return nil, fmt.Errorf("%w: no encoder for %s", ErrType, t)
 	}
 	bs := t.BlockSize()
 	for i := 0; i < len(src)/bl; i++ {
@@ -57,7 +59,7 @@ func quantQ8_0(dst []byte, x []float32) {
 	if d != 0 {
 		id = 1 / d
 	}
-	binary.LittleEndian.PutUint16(dst, f32ToF16(d))
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	for i, v := range x {
 		dst[2+i] = byte(int8(math.Round(float64(v * id))))
 	}
@@ -75,7 +77,7 @@ func quantQ4_0(dst []byte, x []float32) {
 	if d != 0 {
 		id = 1 / d
 	}
-	binary.LittleEndian.PutUint16(dst, f32ToF16(d))
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	q := func(v float32) byte { return byte(min(15, max(0, int(v*id+8.5)))) }
 	for j := range 16 {
 		dst[2+j] = q(x[j]) | q(x[j+16])<<4
@@ -103,8 +105,8 @@ func quantQ4_K(dst []byte, x []float32) {
 	for s := range 8 {
 		maxSc, maxMin = max(maxSc, scales[s]), max(maxMin, mins[s])
 	}
-	d := roundF16(maxSc / 63)
-	dmin := roundF16(maxMin / 63)
+	d := RoundF16(maxSc / 63)
+	dmin := RoundF16(maxMin / 63)
 	var sc, mn [8]uint8
 	for s := range 8 {
 		if d > 0 {
@@ -114,8 +116,8 @@ func quantQ4_K(dst []byte, x []float32) {
 			mn[s] = uint8(min(63, math.Ceil(float64(mins[s]/dmin))))
 		}
 	}
-	binary.LittleEndian.PutUint16(dst[0:], f32ToF16(d))
-	binary.LittleEndian.PutUint16(dst[2:], f32ToF16(dmin))
+	binary.LittleEndian.PutUint16(dst[0:], F32ToF16(d))
+	binary.LittleEndian.PutUint16(dst[2:], F32ToF16(dmin))
 	p := dst[4:16]
 	for j := range 4 {
 		p[j] = sc[j]&63 | (sc[j+4]>>4)<<6
@@ -159,7 +161,7 @@ func quantQ6_K(dst []byte, x []float32) {
 		scales[s] = mx / -32 // the largest magnitude maps to -32
 		maxAbs = max(maxAbs, float32(math.Abs(float64(scales[s]))))
 	}
-	d := roundF16(maxAbs / 127)
+	d := RoundF16(maxAbs / 127)
 	var sc [16]int8
 	var q [256]uint8
 	for s := range 16 {
@@ -187,5 +189,5 @@ func quantQ6_K(dst []byte, x []float32) {
 	for s := range 16 {
 		dst[192+s] = byte(sc[s])
 	}
-	binary.LittleEndian.PutUint16(dst[208:], f32ToF16(d))
+	binary.LittleEndian.PutUint16(dst[208:], F32ToF16(d))
 }

@@ -1,12 +1,21 @@
-// kern_body.h: the matrix kernels, compiled once per instruction set.
-// Included by kernels.h with SFX (name suffix), VW (floats per vector) and
-// NRMAX (tokens per micro-kernel call) defined, under a GCC target pragma.
+// body_matmul.h: a fragment, not a header: the matrix and vector kernels
+// of one instruction set. kern_gen.c, kern_avx2.c and kern_avx512.c each
+// include it once, after kernels.h, body_f16.h and (x86) <immintrin.h>,
+// under their GCC target pragma, with SFX (name suffix), VW (floats per
+// vector), NRMAX (tokens per micro-kernel call), GMV and GNT (the packed
+// GEMM's tile: GMV vectors of rows x GNT tokens) and, where the target has
+// it, HAVE_F16C defined. It defines the weft_*SFX entry points kernels.h
+// declares (WEFT_ISA_PROTOS); everything else is static. (Fragments carry
+// a .h suffix because go build hashes the package's .h files into its
+// build cache key; a change to a file of any other suffix would leave a
+// stale object.)
 // Plain C with GCC vector extensions: the compiler maps vf to one zmm / ymm /
 // xmm (NEON q) register and fuses "acc += w * x" into FMAs where available.
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
+#define API(name) CAT(weft_, FN(name))
 #if defined(HAVE_F16C)
 #define H2F(h) _cvtsh_ss((uint16_t)(h))
 #else
@@ -503,7 +512,7 @@ static inline __attribute__((always_inline)) void FN(transposet)(const void *con
 }
 
 static void FN(transpose)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 0); }
-#if defined(HAVE_F16C)
+#if defined(HAVE_F16C) && VW == 16 // the one user: gemm's F16 tiles
 static void FN(transposeh)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 1); }
 #endif
 
@@ -542,16 +551,16 @@ static void FN(gemm_pack)(const float *x, int n, int K, float *xp) {
 static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		    long ldy) {
 	FN(dqfn) dq = type == 0 ? 0 : FN(dq_for)(type);
-	if (type != 0 && !dq) return -1;
+	if (type != 0 && !dq) return WEFT_EUNSUPPORTED;
 	int panels = (n + GNT - 1) / GNT;
 	float *xp = weft_scratch(0, FN(gemm_xp_floats)(K, n));
-	if (!xp) return -1;
+	if (!xp) return WEFT_ENOMEM;
 	FN(gemm_pack)(x, n, K, xp);
 	float *rows = weft_scratch(1, (long)GMR * K);
 	long gmax = (long)(WEFT_GEMM_GROUP / K / GMR * GMR);
 	if (gmax < GMR) gmax = GMR;
 	float *wt = weft_scratch(2, gmax * K);
-	if (!rows || !wt) return -1;
+	if (!rows || !wt) return WEFT_ENOMEM;
 	// Row groups of up to WEFT_GEMM_GROUP floats of transposed weights
 	// (several 32-row tiles): per K block, the tokens' block (n x KC)
 	// stays in L2 while every tile of the group passes it, and each tile's
@@ -607,7 +616,7 @@ static int FN(uses_gemm)(int type, int K, int n) {
 	return n >= WEFT_GEMM_BIG_N || (VW >= 8 && weft_gemm_short_rows(K, n)) || (VW == 16 && weft_gemm_pays(type, K, n));
 }
 
-static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
+int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
 		      long ldy) {
 	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
@@ -627,10 +636,10 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 		return 0;
 	}
 	FN(dqfn) dq = FN(dq_for)(type);
-	if (!dq) return -1;
+	if (!dq) return WEFT_EUNSUPPORTED;
 	int rb = weft_tile_rows(K, n);
 	float *tile = weft_scratch(0, (long)rb * K);
-	if (!tile) return -1;
+	if (!tile) return WEFT_ENOMEM;
 	for (int r = r0; r < r1; r += rb) {
 		int m = r1 - r < rb ? r1 - r : rb;
 		for (int i = 0; i < m; i++) dq(w + (long)(r + i) * rowBytes, tile + (long)i * K, K);
@@ -641,7 +650,7 @@ static int FN(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, 
 
 // ---- vector kernels ----
 
-static float FN(dot)(const float *a, const float *b, long n) {
+float API(dot)(const float *a, const float *b, long n) {
 	FN(vf) s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
 	long i = 0;
 	for (; i + 4 * VW <= n; i += 4 * VW) {
@@ -656,7 +665,7 @@ static float FN(dot)(const float *a, const float *b, long n) {
 	return s;
 }
 
-// expv: e^x per lane (kern_exp.h).
+// expv: e^x per lane (body_exp.h).
 typedef int FN(vint) __attribute__((vector_size(VW * 4)));
 // sel: lanes of a where m is all ones, else of b.
 static inline __attribute__((always_inline)) FN(vf) FN(sel)(FN(vint) m, FN(vf) a, FN(vf) b) {
@@ -671,14 +680,14 @@ static inline __attribute__((always_inline)) FN(vf) FN(sel)(FN(vint) m, FN(vf) a
 #define EXP_VI FN(vint)
 #define EXP_SEL FN(sel)
 #define EXP_NAME FN(expv)
-#include "kern_exp.h"
+#include "body_exp.h"
 #undef EXP_VF
 #undef EXP_VI
 #undef EXP_SEL
 #undef EXP_NAME
 
 // exps: dst[i] = e^src[i].
-static void FN(exps)(float *dst, const float *src, long n) {
+void API(exps)(float *dst, const float *src, long n) {
 	long i = 0;
 	for (; i + VW <= n; i += VW) {
 		FN(vf) v = FN(expv)(FN(ld)(src + i));
@@ -693,7 +702,7 @@ static void FN(exps)(float *dst, const float *src, long n) {
 }
 
 // silu_mul: gate[i] = gate[i] / (1 + e^-gate[i]) * up[i].
-static void FN(silu_mul)(float *gate, const float *up, long n) {
+void API(silu_mul)(float *gate, const float *up, long n) {
 	long i = 0;
 	for (; i + VW <= n; i += VW) {
 		FN(vf) g = FN(ld)(gate + i);
@@ -712,7 +721,7 @@ static void FN(silu_mul)(float *gate, const float *up, long n) {
 
 // mulvect: y[c] = sum_r x[r] * a[r*cols + c] for c < cols (y = Aᵀx, A
 // row-major rows x cols): the columns go along the vector lanes.
-static void FN(mulvect)(float *y, const float *a, const float *x, long rows, long cols) {
+void API(mulvect)(float *y, const float *a, const float *x, long rows, long cols) {
 	long c = 0;
 	for (; c + 4 * VW <= cols; c += 4 * VW) {
 		FN(vf) s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
@@ -742,7 +751,7 @@ static void FN(mulvect)(float *y, const float *a, const float *x, long rows, lon
 }
 
 // round_f16s: dst[i] = src[i] rounded to F16 (nearest even) and back.
-static void FN(round_f16s)(float *dst, const float *src, long n) {
+void API(round_f16s)(float *dst, const float *src, long n) {
 	long i = 0;
 #if defined(HAVE_F16C) && VW == 16
 	for (; i + 16 <= n; i += 16)
@@ -754,7 +763,7 @@ static void FN(round_f16s)(float *dst, const float *src, long n) {
 	for (; i < n; i++) dst[i] = weft_f16_to_f32(weft_f32_to_f16(src[i]));
 }
 
-static void FN(f16_to_f32s)(float *dst, const uint16_t *src, long n) {
+void API(f16_to_f32s)(float *dst, const uint16_t *src, long n) {
 	long i = 0;
 #if defined(HAVE_F16C) && VW == 16
 	for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
@@ -764,7 +773,7 @@ static void FN(f16_to_f32s)(float *dst, const uint16_t *src, long n) {
 	for (; i < n; i++) dst[i] = weft_f16_to_f32(src[i]);
 }
 
-static void FN(f32_to_f16s)(uint16_t *dst, const float *src, long n) {
+void API(f32_to_f16s)(uint16_t *dst, const float *src, long n) {
 	long i = 0;
 #if defined(HAVE_F16C) && VW == 16
 	for (; i + 16 <= n; i += 16)
@@ -780,3 +789,4 @@ static void FN(f32_to_f16s)(uint16_t *dst, const float *src, long n) {
 #undef H2F
 #undef CAT
 #undef CAT_
+#undef API
