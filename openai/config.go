@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/tokenizer"
@@ -28,6 +31,10 @@ type Tokenizer interface {
 	// EncodeSegments tokenizes the concatenated segments, recognising
 	// control-token text only in segments with ParseSpecial set.
 	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
+	// TokenBytes is the bytes one token adds to the text (logprobs).
+	TokenBytes(id int32) []byte
+	// Decode is the text of a whole sequence (echo of a token-id prompt).
+	Decode(ids []int32) string
 }
 
 // bosTokenizer is optionally implemented by a Tokenizer whose model wants
@@ -55,9 +62,9 @@ type Config struct {
 	Tokenizer Tokenizer
 	// Chat renders chat prompts; nil: /v1/chat/completions answers 400.
 	Chat ChatRenderer
-	// ModelName is the one model id served (/v1/models); requests naming
-	// another get 404. Required.
-	ModelName string
+	// ModelNames are the model ids served (/v1/models lists them, a
+	// request may name any); a request naming another gets 404. Required.
+	ModelNames []string
 	// ContextLen is the prompt plus generated tokens accepted. Required.
 	ContextLen int
 	// VocabSize bounds token ids in prompts and stop_token_ids. Required.
@@ -75,7 +82,15 @@ type Config struct {
 	TokenizeConcurrency int
 	// QueueTimeout, when > 0, fails requests not admitted in time.
 	QueueTimeout time.Duration
-	// Logger logs failures; nil: discard.
+	// SendStallTimeout cuts off a stream whose client has accepted no
+	// byte for this long (each write of an SSE event or a response has
+	// this deadline); its sequences are cancelled. 0: 30s.
+	SendStallTimeout time.Duration
+	// Registry receives the HTTP metrics (weft_http_*); nil: a private
+	// registry (the metrics exist but nobody scrapes them).
+	Registry *prometheus.Registry
+	// Logger logs one line per request (at debug for /health) and the
+	// failures; every line carries request_id. nil: discard.
 	Logger *slog.Logger
 
 	// onFinal, if set, is called with every request's Final (tests).
@@ -89,14 +104,20 @@ func (c *Config) validate() error {
 		return errors.New("openai: Config.Scheduler is required")
 	case c.Tokenizer == nil:
 		return errors.New("openai: Config.Tokenizer is required")
-	case c.ModelName == "":
-		return errors.New("openai: Config.ModelName is required")
+	case len(c.ModelNames) == 0 || slices.Contains(c.ModelNames, ""):
+		return errors.New("openai: Config.ModelNames is required and holds no empty id")
 	case c.ContextLen <= 0:
 		return bad("ContextLen %d must be > 0", c.ContextLen)
 	case c.VocabSize <= 0:
 		return bad("VocabSize %d must be > 0", c.VocabSize)
-	case c.MaxPromptBytes < 0 || c.MaxBodyBytes < 0 || c.TokenizeConcurrency < 0:
-		return bad("MaxPromptBytes, MaxBodyBytes and TokenizeConcurrency must be >= 0")
+	case c.MaxPromptBytes < 0 || c.MaxBodyBytes < 0 || c.TokenizeConcurrency < 0 || c.SendStallTimeout < 0:
+		return bad("MaxPromptBytes, MaxBodyBytes, TokenizeConcurrency and SendStallTimeout must be >= 0")
+	}
+	if c.SendStallTimeout == 0 {
+		c.SendStallTimeout = 30 * time.Second
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
 	}
 	if c.MaxPromptBytes == 0 {
 		c.MaxPromptBytes = c.ContextLen * PromptBytesPerToken
@@ -110,5 +131,6 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Logger = slog.New(requestIDHandler{c.Logger.Handler()})
 	return nil
 }

@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Close() })
-	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelName: "m",
+	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"m"},
 		ContextLen: 512, VocabSize: m.HP.VocabSize, MaxBodyBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)

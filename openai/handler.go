@@ -11,6 +11,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,15 +32,19 @@ const (
 	// completionsDefaultMaxTokens is OpenAI's default max_tokens for
 	// /v1/completions; chat defaults to the room left in the context.
 	completionsDefaultMaxTokens = 16
+	// maxN bounds n, the choices per prompt.
+	maxN = 8
 )
 
 // Handler serves the OpenAI-compatible API; it is an http.Handler.
 type Handler struct {
 	cfg     Config
 	mux     *http.ServeMux
+	root    http.Handler  // mux inside the request-id, log and metrics layer
 	tokSem  chan struct{} // one slot per tokenization in progress
 	serving atomic.Bool   // health 200 and requests accepted only when set
 	created int64         // the model's "created" time in /v1/models
+	metrics *metrics
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -50,16 +55,22 @@ func New(cfg Config) (*Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency), created: time.Now().Unix()}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("openai: metrics: %w", err)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency),
+		created: time.Now().Unix(), metrics: m}
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.Handle("GET /v1/models", h.authed(h.models))
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
 	h.mux.Handle("POST /v1/chat/completions", h.authed(h.chatCompletions))
+	h.root = h.observe(h.mux)
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
 
 // SetServing turns health (and admission) on or off.
 func (h *Handler) SetServing(ok bool) { h.serving.Store(ok) }
@@ -101,7 +112,11 @@ func (h *Handler) authed(f http.HandlerFunc) http.Handler {
 }
 
 func (h *Handler) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, modelList{Object: "list", Data: []model{{ID: h.cfg.ModelName, Object: "model", Created: h.created, OwnedBy: "weft"}}})
+	l := modelList{Object: "list", Data: []model{}}
+	for _, id := range h.cfg.ModelNames {
+		l.Data = append(l.Data, model{ID: id, Object: "model", Created: h.created, OwnedBy: "weft"})
+	}
+	writeJSON(w, l)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -122,11 +137,11 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// checkModel refuses a model id other than the one served.
+// checkModel refuses a model id the server does not serve.
 func (h *Handler) checkModel(id string) error {
-	if id != h.cfg.ModelName {
+	if !slices.Contains(h.cfg.ModelNames, id) {
 		return &requestError{status: http.StatusNotFound, code: "model_not_found", param: "model",
-			msg: fmt.Sprintf("model %q does not exist; this server serves %q", id, h.cfg.ModelName)}
+			msg: fmt.Sprintf("model %q does not exist; this server serves %q", id, h.cfg.ModelNames)}
 	}
 	return nil
 }
@@ -156,9 +171,30 @@ func (h *Handler) tokenize(ctx context.Context, f func()) error {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
+// logprobSpec is what a request asks for in logprobs: on, and how many
+// alternatives per position.
+type logprobSpec struct {
+	on  bool
+	top int
+}
+
+// inRange checks an optional float parameter against [lo, hi] and
+// returns it (def when absent).
+func inRange(param string, v *float64, def, lo, hi float64) (float32, error) {
+	if v == nil {
+		return float32(def), nil
+	}
+	if !finite(*v) || *v < lo || *v > hi {
+		return 0, badParam(param, "%v must be in [%v, %v]", *v, lo, hi)
+	}
+	return float32(*v), nil
+}
+
 // buildRequest validates p and makes the scheduler request for prompt.
-// maxTokens is the request's max_tokens (nil: defaultMax, 0: the room left).
-func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int) (scheduler.Request, error) {
+// maxTokens is the request's max_tokens (nil: defaultMax, 0: the room
+// left). Sampling.Seed is the request's seed (random when absent); the
+// caller offsets it per choice.
+func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int, lp logprobSpec) (scheduler.Request, error) {
 	ctxLen, vocab := h.cfg.ContextLen, h.cfg.VocabSize
 	r := scheduler.Request{ID: id, Prompt: prompt, QueueTimeout: h.cfg.QueueTimeout}
 	if len(prompt) == 0 {
@@ -173,38 +209,43 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 		return r, &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: "prompt",
 			msg: fmt.Sprintf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", len(prompt), ctxLen)}
 	}
-	if p.N != nil && *p.N != 1 {
-		return r, badParam("n", "%d: only n=1 is supported", *p.N)
+	var sp sample.Params
+	var err error
+	// OpenAI's defaults: temperature 1, top_p 1; the rest off.
+	if sp.Temperature, err = inRange("temperature", p.Temperature, 1, 0, 2); err != nil {
+		return r, err
 	}
-	temp, topP, minP := 1.0, 1.0, 0.0 // OpenAI's defaults
-	if p.Temperature != nil {
-		temp = *p.Temperature
+	if sp.TopP, err = inRange("top_p", p.TopP, 1, 0, 1); err != nil {
+		return r, err
 	}
-	if p.TopP != nil {
-		topP = *p.TopP
+	if p.TopP != nil && *p.TopP == 0 {
+		return r, badParam("top_p", "0 must be in (0, 1]")
 	}
-	if p.MinP != nil {
-		minP = *p.MinP
+	if sp.MinP, err = inRange("min_p", p.MinP, 0, 0, 1); err != nil {
+		return r, err
 	}
-	topK := 0
+	if sp.PresencePenalty, err = inRange("presence_penalty", p.PresencePenalty, 0, -2, 2); err != nil {
+		return r, err
+	}
+	if sp.FrequencyPenalty, err = inRange("frequency_penalty", p.FrequencyPenalty, 0, -2, 2); err != nil {
+		return r, err
+	}
+	// repetition_penalty: 1 (or 0) is off, as in vLLM and llama.cpp.
+	if sp.RepetitionPenalty, err = inRange("repetition_penalty", p.RepetitionPenalty, 1, 0, 10); err != nil {
+		return r, err
+	}
 	if p.TopK != nil && *p.TopK != -1 { // -1: off, as in vLLM
-		topK = *p.TopK
+		if *p.TopK < 0 {
+			return r, badParam("top_k", "%d must be -1 (off), 0 (off) or > 0", *p.TopK)
+		}
+		sp.TopK = *p.TopK
 	}
-	switch {
-	case !finite(temp) || temp < 0 || temp > 2:
-		return r, badParam("temperature", "%v must be in [0, 2]", temp)
-	case !finite(topP) || topP <= 0 || topP > 1:
-		return r, badParam("top_p", "%v must be in (0, 1]", topP)
-	case !finite(minP) || minP < 0 || minP > 1:
-		return r, badParam("min_p", "%v must be in [0, 1]", minP)
-	case topK < 0:
-		return r, badParam("top_k", "%d must be -1 (off), 0 (off) or > 0", topK)
-	}
-	seed := mrand.Uint64()
+	sp.Seed = rngSeed()
 	if p.Seed != nil {
-		seed = uint64(*p.Seed)
+		sp.Seed = uint64(*p.Seed)
 	}
-	r.Sampling = sample.Params{Temperature: float32(temp), TopK: topK, TopP: float32(topP), MinP: float32(minP), Seed: seed}
+	sp.Logprobs, sp.TopLogprobs = lp.on, lp.top
+	r.Sampling = sp
 
 	room := ctxLen - len(prompt)
 	switch {
@@ -215,6 +256,12 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 			msg: fmt.Sprintf("max_tokens: %d must be in [1, %d] (the context holds %d tokens, the prompt has %d)", *maxTokens, room, ctxLen, len(prompt))}
 	default:
 		r.MaxTokens = *maxTokens
+	}
+	if p.MinTokens != nil {
+		if *p.MinTokens < 0 || *p.MinTokens > r.MaxTokens {
+			return r, badParam("min_tokens", "%d must be in [0, max_tokens=%d]", *p.MinTokens, r.MaxTokens)
+		}
+		r.MinTokens = *p.MinTokens
 	}
 	stops, err := stopStrings(p.Stop)
 	if err != nil {
@@ -242,6 +289,20 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 	return r, nil
 }
 
+// rngSeed is the seed of a sequence whose request gave none.
+func rngSeed() uint64 { return mrand.Uint64() }
+
+// choicesOf checks n (1 to maxN; absent: 1).
+func choicesOf(n *int) (int, error) {
+	if n == nil {
+		return 1, nil
+	}
+	if *n < 1 || *n > maxN {
+		return 0, badParam("n", "%d must be in [1, %d]", *n, maxN)
+	}
+	return *n, nil
+}
+
 // newID makes a response id with prefix ("cmpl-", "chatcmpl-").
 func newID(prefix string) string {
 	var b [12]byte
@@ -255,37 +316,71 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	j, err := h.completionJob(r.Context(), &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.logUser(r, req.User)
+	h.run(w, r, j)
+}
+
+// completionJob validates and tokenizes a completions request.
+func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*job, error) {
 	if err := h.checkModel(req.Model); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	text, ids, err := promptOf(req.Prompt)
+	n, err := choicesOf(req.N)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	if text != "" {
-		if !utf8.ValidString(text) {
-			writeError(w, badParam("prompt", "not valid UTF-8"))
-			return
+	var lp logprobSpec
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > sample.MaxTopLogprobs {
+			return nil, badParam("logprobs", "%d must be in [0, %d]", *req.Logprobs, sample.MaxTopLogprobs)
 		}
-		if err := h.checkPromptBytes("prompt", len(text)); err != nil {
-			writeError(w, err)
-			return
-		}
-		// User text never becomes control tokens (parseSpecial false).
-		if err := h.tokenize(r.Context(), func() { ids = h.cfg.Tokenizer.Encode(text, true, false) }); err != nil {
-			writeError(w, err)
-			return
-		}
+		lp = logprobSpec{on: true, top: *req.Logprobs}
 	}
-	id := newID("cmpl-")
-	sr, err := h.buildRequest(id, ids, req.commonParams, req.MaxTokens, completionsDefaultMaxTokens)
+	prompts, err := promptsOf(req.Prompt)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	h.run(w, r, sr, req.commonParams, kindCompletion)
+	textBytes := 0
+	for _, p := range prompts {
+		if p.text != "" && !utf8.ValidString(p.text) {
+			return nil, badParam("prompt", "not valid UTF-8")
+		}
+		textBytes += len(p.text)
+	}
+	if err := h.checkPromptBytes("prompt", textBytes); err != nil {
+		return nil, err
+	}
+	j := &job{id: newID("cmpl-"), kind: kindCompletion, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	for _, p := range prompts {
+		ids := p.ids
+		if p.text != "" {
+			// User text never becomes control tokens (parseSpecial false).
+			if err := h.tokenize(ctx, func() { ids = h.cfg.Tokenizer.Encode(p.text, true, false) }); err != nil {
+				return nil, err
+			}
+		}
+		sr, err := h.buildRequest(j.id, ids, req.commonParams, req.MaxTokens, completionsDefaultMaxTokens, lp)
+		if err != nil {
+			return nil, err
+		}
+		jp := jobPrompt{req: sr}
+		if req.Echo {
+			jp.echo = p.text
+			if p.text == "" {
+				jp.echo = h.cfg.Tokenizer.Decode(ids)
+			}
+			if lp.on {
+				jp.echoIDs = ids
+			}
+		}
+		j.prompts = append(j.prompts, jp)
+	}
+	return j, nil
 }
 
 func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -294,30 +389,59 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := h.checkModel(req.Model); err != nil {
-		writeError(w, err)
-		return
-	}
-	if h.cfg.Chat == nil {
-		writeError(w, errNoChatTemplate)
-		return
-	}
-	prompt, err := h.chatPrompt(r.Context(), req.Messages)
+	j, err := h.chatJob(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	h.logUser(r, req.User)
+	h.run(w, r, j)
+}
+
+// chatJob validates, renders and tokenizes a chat request.
+func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
+	if err := h.checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	if h.cfg.Chat == nil {
+		return nil, errNoChatTemplate
+	}
+	n, err := choicesOf(req.N)
+	if err != nil {
+		return nil, err
+	}
+	lp := logprobSpec{on: req.Logprobs}
+	if req.TopLogprobs != nil {
+		switch {
+		case *req.TopLogprobs < 0 || *req.TopLogprobs > sample.MaxTopLogprobs:
+			return nil, badParam("top_logprobs", "%d must be in [0, %d]", *req.TopLogprobs, sample.MaxTopLogprobs)
+		case !req.Logprobs && *req.TopLogprobs > 0:
+			return nil, badParam("top_logprobs", "needs logprobs: true")
+		}
+		lp.top = *req.TopLogprobs
+	}
+	prompt, err := h.chatPrompt(ctx, req.Messages)
+	if err != nil {
+		return nil, err
 	}
 	maxTokens := req.MaxCompletionTokens
 	if maxTokens == nil {
 		maxTokens = req.MaxTokens
 	}
-	id := newID("chatcmpl-")
-	sr, err := h.buildRequest(id, prompt, req.commonParams, maxTokens, h.cfg.ContextLen)
+	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	sr, err := h.buildRequest(j.id, prompt, req.commonParams, maxTokens, h.cfg.ContextLen, lp)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	h.run(w, r, sr, req.commonParams, kindChat)
+	j.prompts = []jobPrompt{{req: sr}}
+	return j, nil
+}
+
+// logUser logs the request's user field (it decides nothing).
+func (h *Handler) logUser(r *http.Request, user string) {
+	if user != "" {
+		h.cfg.Logger.InfoContext(r.Context(), "openai request", "user", user)
+	}
 }
 
 // chatPrompt checks, renders and tokenizes msgs. Message contents are

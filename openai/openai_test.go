@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -49,6 +50,7 @@ type fixture struct {
 	model  string
 	gate   chan struct{}
 	finals chan *scheduler.Final
+	reg    *prometheus.Registry
 }
 
 // newFixture serves stories260K on the CPU runtime through httptest; with
@@ -68,7 +70,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	kv := b.KV()
 	ctxLen := min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize)
 	gm := &gatedModel{m: runtime.NewEngine(b, m.HP.VocabSize)}
-	f := &fixture{model: m.Name, finals: make(chan *scheduler.Final, 16)}
+	f := &fixture{model: m.Name, finals: make(chan *scheduler.Final, 64), reg: prometheus.NewRegistry()}
 	if gated {
 		f.gate = make(chan struct{})
 		gm.gate = f.gate
@@ -90,9 +92,14 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
 	f.h, err = New(Config{
-		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelName: m.Name,
-		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: testToken,
-		onFinal: func(_ string, fin *scheduler.Final) { f.finals <- fin },
+		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{m.Name},
+		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: testToken, Registry: f.reg,
+		onFinal: func(_ string, fin *scheduler.Final) {
+			select { // tests that read finals read them all; others let them go
+			case f.finals <- fin:
+			default:
+			}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
