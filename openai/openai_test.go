@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
