@@ -95,6 +95,8 @@ type Config struct {
 
 	// onFinal, if set, is called with every request's Final (tests).
 	onFinal func(id string, f *scheduler.Final)
+	// onSlowReader, if set, is called when a response is cut off (tests).
+	onSlowReader func()
 }
 
 func (c *Config) validate() error {

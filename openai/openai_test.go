@@ -55,7 +55,7 @@ type fixture struct {
 
 // newFixture serves stories260K on the CPU runtime through httptest; with
 // gated, the model waits on f.gate before every step but the first.
-func newFixture(t *testing.T, gated bool) *fixture {
+func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
 	t.Helper()
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -91,7 +91,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 		sched.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
-	f.h, err = New(Config{
+	cfg := Config{
 		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{m.Name},
 		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: testToken, Registry: f.reg,
 		onFinal: func(_ string, fin *scheduler.Final) {
@@ -100,7 +100,11 @@ func newFixture(t *testing.T, gated bool) *fixture {
 			default:
 			}
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.h, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

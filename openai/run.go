@@ -378,6 +378,9 @@ func (o *writer) raw(s string) error {
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		o.h.metrics.slowReaders.Inc()
+		if o.h.cfg.onSlowReader != nil {
+			o.h.cfg.onSlowReader()
+		}
 		o.h.cfg.Logger.WarnContext(o.ctx, "openai: slow reader cut off", "request", o.j.id, "stall", o.h.cfg.SendStallTimeout)
 	}
 	return err
