@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,7 +226,13 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 		}
 		if j.params.Stream {
 			if delta.text != "" || delta.tokens > 0 {
-				if out.send(out.chunk(c, delta, nil)) != nil {
+				var err error
+				if delta.chatLP == nil && delta.cmplLP == nil {
+					err = out.textChunk(c, delta.text)
+				} else {
+					err = out.send(out.chunk(c, delta, nil))
+				}
+				if err != nil {
 					return
 				}
 			}
@@ -366,13 +373,17 @@ type writer struct {
 	rc      *http.ResponseController
 	j       *job
 	created int64
+	head    []byte // a text chunk's bytes up to its choice index (textChunk)
+	buf     []byte // scratch for one event
 }
 
 // raw writes s and flushes it, within SendStallTimeout: a client that
 // accepts nothing for that long fails the write (and so the request).
-func (o *writer) raw(s string) error {
+func (o *writer) raw(s string) error { return o.rawBytes([]byte(s)) }
+
+func (o *writer) rawBytes(b []byte) error {
 	o.rc.SetWriteDeadline(time.Now().Add(o.h.cfg.SendStallTimeout))
-	_, err := io.WriteString(o.w, s)
+	_, err := o.w.Write(b)
 	if err == nil {
 		err = o.rc.Flush()
 	}
@@ -384,6 +395,39 @@ func (o *writer) raw(s string) error {
 		o.h.cfg.Logger.WarnContext(o.ctx, "openai: slow reader cut off", "request", o.j.id, "stall", o.h.cfg.SendStallTimeout)
 	}
 	return err
+}
+
+// textChunk writes the SSE event of a chunk of choice c that carries
+// only text: the bytes json.Marshal gives for o.chunk(c, {text}, nil),
+// built from a prefix encoded once per response (a stream's most frequent
+// event, so its cost is the HTTP door's per-token cost).
+func (o *writer) textChunk(c *choice, text string) error {
+	if o.head == nil {
+		obj := "text_completion"
+		if o.j.kind == kindChat {
+			obj = "chat.completion.chunk"
+		}
+		id, _ := json.Marshal(o.j.id)
+		model, _ := json.Marshal(o.j.model)
+		o.head = fmt.Appendf(nil, `data: {"id":%s,"object":"%s","created":%d,"model":%s,"choices":[{"index":`, id, obj, o.created, model)
+	}
+	t, err := json.Marshal(text)
+	if err != nil {
+		return err
+	}
+	b := append(o.buf[:0], o.head...)
+	b = strconv.AppendInt(b, int64(c.index), 10)
+	if o.j.kind == kindChat {
+		b = append(b, `,"delta":{"content":`...)
+		b = append(b, t...)
+		b = append(b, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	} else {
+		b = append(b, `,"text":`...)
+		b = append(b, t...)
+		b = append(b, `,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
+	o.buf = b
+	return o.rawBytes(b)
 }
 
 // send writes v as one SSE event.
