@@ -91,8 +91,8 @@ func replica(t *testing.T, maxSeqs int, stepTime time.Duration) string {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		Scheduler: sched, Tokenizer: byteTokenizer{}, MaxSeqs: maxSeqs,
-		Info:   server.ModelInfo{Name: "fake", ContextLen: 512, BOS: 1, EOG: []int32{2}},
+		Scheduler: sched, Tokenizer: byteTokenizer{},
+		Info:   server.ModelInfo{Name: "fake", BOS: 1, EOG: []int32{2}},
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -46,8 +46,7 @@ func serveOpenAI(t *testing.T) (url, model string, sched *scheduler.Scheduler) {
 		sched.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
-	h, err := openai.New(openai.Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"stories"},
-		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: "tok"})
+	h, err := openai.New(openai.Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"stories"}, AuthToken: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}

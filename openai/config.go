@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weft-inference/weft/runtime/chat"
-	"github.com/weft-inference/weft/runtime/tokenizer"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -21,38 +19,22 @@ import (
 type Scheduler interface {
 	Submit(ctx context.Context, r scheduler.Request) (*scheduler.Stream, error)
 	Drain()
+	// Limits are the bounds Submit enforces (the context, the stop
+	// conditions...): the handlers fill defaults from them and leave the
+	// checks to Submit.
+	Limits() scheduler.Limits
 }
 
 var _ Scheduler = (*scheduler.Scheduler)(nil)
 
 // Tokenizer turns text into token ids; *tokenizer.Tokenizer implements it.
 type Tokenizer interface {
-	Encode(text string, addSpecial, parseSpecial bool) []int32
-	// EncodeSegments tokenizes the concatenated segments, recognising
-	// control-token text only in segments with ParseSpecial set.
-	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
+	frontdoor.Tokenizer
 	// TokenBytes is the bytes one token adds to the text (logprobs).
 	TokenBytes(id int32) []byte
 	// Decode is the text of a whole sequence (echo of a token-id prompt).
 	Decode(ids []int32) string
 }
-
-// bosTokenizer is optionally implemented by a Tokenizer whose model wants
-// a BOS token in front of every prompt.
-type bosTokenizer interface {
-	BOS() int32
-	AddBOS() bool
-}
-
-// ChatRenderer renders a conversation, split into the template's own text
-// and the message contents; *chat.Template implements it.
-type ChatRenderer interface {
-	RenderSegments(msgs []chat.Message, addGenerationPrompt bool) ([]chat.Segment, error)
-}
-
-// PromptBytesPerToken is the default bytes-per-token bound behind
-// MaxPromptBytes (the gRPC server's default too).
-const PromptBytesPerToken = 16
 
 // Config configures the handlers.
 type Config struct {
@@ -61,19 +43,15 @@ type Config struct {
 	// Tokenizer encodes prompts. Required.
 	Tokenizer Tokenizer
 	// Chat renders chat prompts; nil: /v1/chat/completions answers 400.
-	Chat ChatRenderer
+	Chat frontdoor.ChatRenderer
 	// ModelNames are the model ids served (/v1/models lists them, a
 	// request may name any); a request naming another gets 404. Required.
 	ModelNames []string
-	// ContextLen is the prompt plus generated tokens accepted. Required.
-	ContextLen int
-	// VocabSize bounds token ids in prompts and stop_token_ids. Required.
-	VocabSize int
 	// AuthToken, when set, is required as "Authorization: Bearer <token>"
 	// on every endpoint but /health.
 	AuthToken string
-	// MaxPromptBytes bounds a prompt's text before tokenizing; 0:
-	// ContextLen*PromptBytesPerToken.
+	// MaxPromptBytes bounds a prompt's text before tokenizing; 0: the
+	// context length times frontdoor.PromptBytesPerToken.
 	MaxPromptBytes int
 	// MaxBodyBytes bounds a request body; 0: 2*MaxPromptBytes + 64 KiB.
 	MaxBodyBytes int64
@@ -108,10 +86,6 @@ func (c *Config) validate() error {
 		return errors.New("openai: Config.Tokenizer is required")
 	case len(c.ModelNames) == 0 || slices.Contains(c.ModelNames, ""):
 		return errors.New("openai: Config.ModelNames is required and holds no empty id")
-	case c.ContextLen <= 0:
-		return bad("ContextLen %d must be > 0", c.ContextLen)
-	case c.VocabSize <= 0:
-		return bad("VocabSize %d must be > 0", c.VocabSize)
 	case c.MaxPromptBytes < 0 || c.MaxBodyBytes < 0 || c.TokenizeConcurrency < 0 || c.SendStallTimeout < 0:
 		return bad("MaxPromptBytes, MaxBodyBytes, TokenizeConcurrency and SendStallTimeout must be >= 0")
 	}
@@ -122,13 +96,10 @@ func (c *Config) validate() error {
 		c.Registry = prometheus.NewRegistry()
 	}
 	if c.MaxPromptBytes == 0 {
-		c.MaxPromptBytes = c.ContextLen * PromptBytesPerToken
+		c.MaxPromptBytes = c.Scheduler.Limits().ContextLen * frontdoor.PromptBytesPerToken
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 2*int64(c.MaxPromptBytes) + 64<<10
-	}
-	if c.TokenizeConcurrency == 0 {
-		c.TokenizeConcurrency = goruntime.GOMAXPROCS(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -29,7 +29,7 @@
 // Example:
 //
 //	h, err := openai.New(openai.Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template,
-//		ModelNames: []string{m.Name}, ContextLen: ctxLen, VocabSize: m.HP.VocabSize})
+//		ModelNames: []string{m.Name}})
 //	h.SetServing(true)
 //	http.ListenAndServe("127.0.0.1:8080", h)
 package openai

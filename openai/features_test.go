@@ -378,7 +378,7 @@ func TestServedNamesAndRefusals(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Close() })
 	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: chat.Default(),
-		ModelNames: []string{"weft-a", "weft-b"}, ContextLen: 512, VocabSize: m.HP.VocabSize})
+		ModelNames: []string{"weft-a", "weft-b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

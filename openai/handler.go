@@ -17,18 +17,17 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
-	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
-// Limits on request fields beyond what the scheduler checks (the gRPC
-// server's limits).
+// Bounds of the OpenAI API's own (every other bound is the scheduler's,
+// checked by Submit).
 const (
-	maxStopStrings   = 16
-	maxStopStringLen = 256
-	maxStopTokenIDs  = 64
+	// maxTemperature is OpenAI's documented upper bound.
+	maxTemperature = 2
 	// completionsDefaultMaxTokens is OpenAI's default max_tokens for
 	// /v1/completions; chat defaults to the room left in the context.
 	completionsDefaultMaxTokens = 16
@@ -40,10 +39,10 @@ const (
 type Handler struct {
 	cfg     Config
 	mux     *http.ServeMux
-	root    http.Handler  // mux inside the request-id, log and metrics layer
-	tokSem  chan struct{} // one slot per tokenization in progress
-	serving atomic.Bool   // health 200 and requests accepted only when set
-	created int64         // the model's "created" time in /v1/models
+	root    http.Handler // mux inside the request-id, log and metrics layer
+	door    *frontdoor.Door
+	serving atomic.Bool // health 200 and requests accepted only when set
+	created int64       // the model's "created" time in /v1/models
 	metrics *metrics
 }
 
@@ -59,8 +58,12 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai: metrics: %w", err)
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency),
-		created: time.Now().Unix(), metrics: m}
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: cfg.Tokenizer, Chat: cfg.Chat, Limits: cfg.Scheduler.Limits(),
+		MaxPromptBytes: cfg.MaxPromptBytes, TokenizeConcurrency: cfg.TokenizeConcurrency, QueueTimeout: cfg.QueueTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), door: door, created: time.Now().Unix(), metrics: m}
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.Handle("GET /v1/models", h.authed(h.models))
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
@@ -146,29 +149,6 @@ func (h *Handler) checkModel(id string) error {
 	return nil
 }
 
-// checkPromptBytes refuses n bytes of prompt text over MaxPromptBytes,
-// before any tokenization.
-func (h *Handler) checkPromptBytes(param string, n int) error {
-	if n <= h.cfg.MaxPromptBytes {
-		return nil
-	}
-	return &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: param,
-		msg: fmt.Sprintf("%s: %d bytes of text, at most %d", param, n, h.cfg.MaxPromptBytes)}
-}
-
-// tokenize runs f holding one of the TokenizeConcurrency slots; it gives
-// up when ctx ends.
-func (h *Handler) tokenize(ctx context.Context, f func()) error {
-	select {
-	case h.tokSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-h.tokSem }()
-	f()
-	return nil
-}
-
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // logprobSpec is what a request asks for in logprobs: on, and how many
@@ -178,115 +158,81 @@ type logprobSpec struct {
 	top int
 }
 
-// inRange checks an optional float parameter against [lo, hi] and
-// returns it (def when absent).
-func inRange(param string, v *float64, def, lo, hi float64) (float32, error) {
+// f32 is an optional float parameter as the sampler takes it (def when
+// absent), NaN and infinities refused here (JSON has none, but a huge
+// number overflows float32). Its range is sample.Params.Validate's.
+func f32(param string, v *float64, def float32) (float32, error) {
 	if v == nil {
-		return float32(def), nil
+		return def, nil
 	}
-	if !finite(*v) || *v < lo || *v > hi {
-		return 0, badParam(param, "%v must be in [%v, %v]", *v, lo, hi)
+	if !finite(*v) || math.Abs(*v) > math.MaxFloat32 {
+		return 0, badParam(param, "%v is not a finite number", *v)
 	}
 	return float32(*v), nil
 }
 
-// buildRequest validates p and makes the scheduler request for prompt.
-// maxTokens is the request's max_tokens (nil: defaultMax, 0: the room
-// left). Sampling.Seed is the request's seed (random when absent); the
-// caller offsets it per choice.
+// buildRequest makes the scheduler request for prompt from p: the wire
+// checks of OpenAI's API (value shapes, its temperature and top_p
+// ranges) are here; every other bound is the scheduler's (Submit refuses
+// with a *scheduler.LimitError or a *sample.ParamError naming the field,
+// which apiErrorOf maps). maxTokens is the request's max_tokens (nil:
+// defaultMax, 0 meaning the scheduler's default). Sampling.Seed is the
+// request's seed (random when absent); run offsets it per choice.
 func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int, lp logprobSpec) (scheduler.Request, error) {
-	ctxLen, vocab := h.cfg.ContextLen, h.cfg.VocabSize
-	r := scheduler.Request{ID: id, Prompt: prompt, QueueTimeout: h.cfg.QueueTimeout}
-	if len(prompt) == 0 {
-		return r, badParam("prompt", "empty prompt")
-	}
-	for _, t := range prompt {
-		if t < 0 || int(t) >= vocab {
-			return r, badParam("prompt", "token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
-	}
-	if len(prompt) >= ctxLen {
-		return r, &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: "prompt",
-			msg: fmt.Sprintf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", len(prompt), ctxLen)}
-	}
 	var sp sample.Params
 	var err error
 	// OpenAI's defaults: temperature 1, top_p 1; the rest off.
-	if sp.Temperature, err = inRange("temperature", p.Temperature, 1, 0, 2); err != nil {
-		return r, err
+	if sp.Temperature, err = f32("temperature", p.Temperature, 1); err != nil {
+		return scheduler.Request{}, err
 	}
-	if sp.TopP, err = inRange("top_p", p.TopP, 1, 0, 1); err != nil {
-		return r, err
+	if sp.Temperature > maxTemperature {
+		return scheduler.Request{}, badParam("temperature", "%v must be in [0, %d]", sp.Temperature, maxTemperature)
+	}
+	if sp.TopP, err = f32("top_p", p.TopP, 1); err != nil {
+		return scheduler.Request{}, err
 	}
 	if p.TopP != nil && *p.TopP == 0 {
-		return r, badParam("top_p", "0 must be in (0, 1]")
+		return scheduler.Request{}, badParam("top_p", "0 must be in (0, 1]")
 	}
-	if sp.MinP, err = inRange("min_p", p.MinP, 0, 0, 1); err != nil {
-		return r, err
+	if sp.MinP, err = f32("min_p", p.MinP, 0); err != nil {
+		return scheduler.Request{}, err
 	}
-	if sp.PresencePenalty, err = inRange("presence_penalty", p.PresencePenalty, 0, -2, 2); err != nil {
-		return r, err
+	if sp.PresencePenalty, err = f32("presence_penalty", p.PresencePenalty, 0); err != nil {
+		return scheduler.Request{}, err
 	}
-	if sp.FrequencyPenalty, err = inRange("frequency_penalty", p.FrequencyPenalty, 0, -2, 2); err != nil {
-		return r, err
+	if sp.FrequencyPenalty, err = f32("frequency_penalty", p.FrequencyPenalty, 0); err != nil {
+		return scheduler.Request{}, err
 	}
-	// repetition_penalty: 1 (or 0) is off, as in vLLM and llama.cpp.
-	if sp.RepetitionPenalty, err = inRange("repetition_penalty", p.RepetitionPenalty, 1, 0, 10); err != nil {
-		return r, err
+	if sp.RepetitionPenalty, err = f32("repetition_penalty", p.RepetitionPenalty, 1); err != nil {
+		return scheduler.Request{}, err
 	}
 	if p.TopK != nil && *p.TopK != -1 { // -1: off, as in vLLM
-		if *p.TopK < 0 {
-			return r, badParam("top_k", "%d must be -1 (off), 0 (off) or > 0", *p.TopK)
-		}
 		sp.TopK = *p.TopK
 	}
-	sp.Seed = rngSeed()
-	if p.Seed != nil {
-		sp.Seed = uint64(*p.Seed)
-	}
 	sp.Logprobs, sp.TopLogprobs = lp.on, lp.top
-	r.Sampling = sp
-
-	room := ctxLen - len(prompt)
-	switch {
-	case maxTokens == nil:
-		r.MaxTokens = min(defaultMax, room)
-	case *maxTokens < 1 || *maxTokens > room:
-		return r, &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: "max_tokens",
-			msg: fmt.Sprintf("max_tokens: %d must be in [1, %d] (the context holds %d tokens, the prompt has %d)", *maxTokens, room, ctxLen, len(prompt))}
-	default:
-		r.MaxTokens = *maxTokens
+	o := frontdoor.Options{Sampling: sp, SeedSet: p.Seed != nil, MaxTokens: defaultMax,
+		StopTokenIDs: p.StopTokenIDs, IgnoreEOS: p.IgnoreEOS}
+	if p.Seed != nil {
+		o.Sampling.Seed = uint64(*p.Seed)
+	}
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return scheduler.Request{}, badParam("max_tokens", "%d must be >= 1", *maxTokens)
+		}
+		o.MaxTokens = *maxTokens
 	}
 	if p.MinTokens != nil {
-		if *p.MinTokens < 0 || *p.MinTokens > r.MaxTokens {
-			return r, badParam("min_tokens", "%d must be in [0, max_tokens=%d]", *p.MinTokens, r.MaxTokens)
-		}
-		r.MinTokens = *p.MinTokens
+		o.MinTokens = *p.MinTokens
 	}
-	stops, err := stopStrings(p.Stop)
-	if err != nil {
-		return r, err
+	if o.StopStrings, err = stopStrings(p.Stop); err != nil {
+		return scheduler.Request{}, err
 	}
-	if len(stops) > maxStopStrings {
-		return r, badParam("stop", "%d stop strings, at most %d", len(stops), maxStopStrings)
-	}
-	for _, s := range stops {
-		if !utf8.ValidString(s) || s == "" || len(s) > maxStopStringLen {
-			return r, badParam("stop", "stop strings must be valid UTF-8 of 1 to %d bytes", maxStopStringLen)
+	for _, s := range o.StopStrings {
+		if !utf8.ValidString(s) {
+			return scheduler.Request{}, badParam("stop", "not valid UTF-8")
 		}
 	}
-	r.StopStrings = stops
-	if len(p.StopTokenIDs) > maxStopTokenIDs {
-		return r, badParam("stop_token_ids", "%d ids, at most %d", len(p.StopTokenIDs), maxStopTokenIDs)
-	}
-	for _, t := range p.StopTokenIDs {
-		if t < 0 || int(t) >= vocab {
-			return r, badParam("stop_token_ids", "token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
-	}
-	r.StopTokenIDs = p.StopTokenIDs
-	r.IgnoreEOS = p.IgnoreEOS
-	return r, nil
+	return h.door.Request(id, prompt, o), nil
 }
 
 // rngSeed is the seed of a sequence whose request gave none.
@@ -336,6 +282,8 @@ func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*j
 	}
 	var lp logprobSpec
 	if req.Logprobs != nil {
+		// The sampler's top_logprobs range, checked here to name the
+		// completions API's own parameter.
 		if *req.Logprobs < 0 || *req.Logprobs > sample.MaxTopLogprobs {
 			return nil, badParam("logprobs", "%d must be in [0, %d]", *req.Logprobs, sample.MaxTopLogprobs)
 		}
@@ -352,7 +300,7 @@ func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*j
 		}
 		textBytes += len(p.text)
 	}
-	if err := h.checkPromptBytes("prompt", textBytes); err != nil {
+	if err := h.door.CheckPromptBytes("prompt", textBytes); err != nil {
 		return nil, err
 	}
 	j := &job{id: newID("cmpl-"), kind: kindCompletion, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
@@ -360,7 +308,8 @@ func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*j
 		ids := p.ids
 		if p.text != "" {
 			// User text never becomes control tokens (parseSpecial false).
-			if err := h.tokenize(ctx, func() { ids = h.cfg.Tokenizer.Encode(p.text, true, false) }); err != nil {
+			var err error
+			if ids, err = h.door.Encode(ctx, p.text, true, false); err != nil {
 				return nil, err
 			}
 		}
@@ -412,10 +361,8 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 	}
 	lp := logprobSpec{on: req.Logprobs}
 	if req.TopLogprobs != nil {
-		switch {
-		case *req.TopLogprobs < 0 || *req.TopLogprobs > sample.MaxTopLogprobs:
-			return nil, badParam("top_logprobs", "%d must be in [0, %d]", *req.TopLogprobs, sample.MaxTopLogprobs)
-		case !req.Logprobs && *req.TopLogprobs > 0:
+		// Its range is the sampler's (Submit checks it).
+		if !req.Logprobs && *req.TopLogprobs > 0 {
 			return nil, badParam("top_logprobs", "needs logprobs: true")
 		}
 		lp.top = *req.TopLogprobs
@@ -429,7 +376,7 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		maxTokens = req.MaxTokens
 	}
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
-	sr, err := h.buildRequest(j.id, prompt, req.commonParams, maxTokens, h.cfg.ContextLen, lp)
+	sr, err := h.buildRequest(j.id, prompt, req.commonParams, maxTokens, 0, lp)
 	if err != nil {
 		return nil, err
 	}
@@ -444,16 +391,15 @@ func (h *Handler) logUser(r *http.Request, user string) {
 	}
 }
 
-// chatPrompt checks, renders and tokenizes msgs. Message contents are
-// tokenized as plain text (they never produce control tokens); only the
-// template's own text does. The contents, then the rendered prompt, are
-// bounded in bytes before tokenizing.
+// chatPrompt checks the messages' wire shape and builds the prompt
+// (frontdoor.ChatPrompt: contents tokenized as plain text, never control
+// tokens; bytes bounded before tokenizing; a prompt over the context
+// refused).
 func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
 	msgs := make([]chat.Message, len(in))
-	n := 0
 	for i, m := range in {
 		switch m.Role {
 		case "system", "user", "assistant":
@@ -469,33 +415,10 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, er
 		if !utf8.ValidString(c) {
 			return nil, badParam(fmt.Sprintf("messages[%d].content", i), "not valid UTF-8")
 		}
-		n += len(c)
 		msgs[i] = chat.Message{Role: m.Role, Content: c}
 	}
-	if err := h.checkPromptBytes("messages", n); err != nil {
-		return nil, err
-	}
-	parts, err := h.cfg.Chat.RenderSegments(msgs, true)
-	if err != nil {
-		return nil, badParam("messages", "the chat template: %v", err)
-	}
-	segs := make([]tokenizer.Segment, len(parts))
-	rendered := 0
-	for i, p := range parts {
-		segs[i] = tokenizer.Segment{Text: p.Text, ParseSpecial: !p.Content}
-		rendered += len(p.Text)
-	}
-	if err := h.checkPromptBytes("messages", rendered); err != nil {
-		return nil, err
-	}
-	var prompt []int32
-	if err := h.tokenize(ctx, func() { prompt = h.cfg.Tokenizer.EncodeSegments(segs, false) }); err != nil {
-		return nil, err
-	}
-	if bt, ok := h.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
-		prompt = append([]int32{bt.BOS()}, prompt...)
-	}
-	return prompt, nil
+	_, prompt, err := h.door.ChatPrompt(ctx, msgs, 0, frontdoor.Reject)
+	return prompt, err
 }
 
 // LoadingHandler answers while the model loads: /health 503, every other

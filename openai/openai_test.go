@@ -93,7 +93,7 @@ func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
 	t.Cleanup(func() { cancel(); <-runDone })
 	cfg := Config{
 		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{m.Name},
-		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: testToken, Registry: f.reg,
+		AuthToken: testToken, Registry: f.reg,
 		onFinal: func(_ string, fin *scheduler.Final) {
 			select { // tests that read finals read them all; others let them go
 			case f.finals <- fin:

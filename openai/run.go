@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -103,7 +104,7 @@ func (h *Handler) read(ctx context.Context, id string, c *choice, out chan<- upd
 		if err != nil {
 			c.st.Cancel()
 			if !errors.Is(err, io.EOF) {
-				done(awaitFinal(c.st))
+				done(frontdoor.AwaitFinal(c.st))
 			}
 			select {
 			case out <- update{c: c, err: recvErr(err)}:
@@ -116,7 +117,7 @@ func (h *Handler) read(ctx context.Context, id string, c *choice, out chan<- upd
 		case <-ctx.Done():
 			c.st.Cancel()
 			if ev.Final == nil {
-				ev.Final = awaitFinal(c.st)
+				ev.Final = frontdoor.AwaitFinal(c.st)
 			}
 			done(ev.Final)
 			return
@@ -522,18 +523,4 @@ func recvErr(err error) error {
 		return errors.New("scheduler stream ended without a final event")
 	}
 	return err
-}
-
-// awaitFinal reads a cancelled stream to its Final (the scheduler sends it
-// at its next step).
-func awaitFinal(st *scheduler.Stream) *scheduler.Final {
-	for {
-		ev, err := st.Recv(context.Background())
-		if err != nil {
-			return nil
-		}
-		if ev.Final != nil {
-			return ev.Final
-		}
-	}
 }

@@ -18,7 +18,8 @@ type Request struct {
 	Prompt []int32
 	// Sampling holds the sampling parameters, seed and logprob options.
 	Sampling sample.Params
-	// MaxTokens caps generated tokens (>= 1; the server fills a default).
+	// MaxTokens caps generated tokens: 1 to Limits.MaxTokens (a front door
+	// fills Limits.MaxTokensFor when its client leaves it unset).
 	MaxTokens int
 	// MinTokens suppresses EOS and stop conditions until this many tokens exist.
 	MinTokens int
@@ -133,7 +134,10 @@ type Stats struct {
 //	func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error)
 //	    // ctx is the request's: when it ends the sequence is cancelled and leaves the
 //	    // batch at the next step. Errors (wrapped sentinels): ErrInvalidRequest,
-//	    // ErrPromptTooLong, ErrQueueFull (at submit time), ErrDraining, ErrClosed.
+//	    // ErrPromptTooLong, ErrTokenOutOfRange (as *LimitError: field, bound, value;
+//	    // sampling ranges as *sample.ParamError), ErrQueueFull (at submit time),
+//	    // ErrDraining, ErrClosed.
+//	func (s *Scheduler) Limits() Limits // the bounds Submit enforces (context, lengths, stops)
 //	func (st *Stream) Recv(ctx context.Context) (Event, error)
 //	    // blocks until at least one event is pending (merging all pending ones into one
 //	    // Event); after the event carrying Final it returns io.EOF.

@@ -59,13 +59,14 @@ type Config struct {
 	// (runtime.KVInfo.NumBlocks). Required.
 	NumBlocks int
 	// MaxSeqs caps the number of sequences in one batch (running
-	// sequences). Default 256.
+	// sequences). Default DefaultMaxSeqs.
 	MaxSeqs int
 	// MaxBatchTokens caps the tokens fed in one step (decode tokens plus
-	// prompt chunks). Default 2048; at least MaxSeqs is sensible.
+	// prompt chunks). Default DefaultMaxBatchTokens, or MaxSeqs when
+	// that is larger.
 	MaxBatchTokens int
 	// MaxWaiting caps the requests submitted but not yet admitted; Submit
-	// fails with ErrQueueFull beyond it. Default 1024.
+	// fails with ErrQueueFull beyond it. Default DefaultMaxWaiting.
 	MaxWaiting int
 	// ContextLen is the model's context length: a sequence ends with
 	// FinishLength when prompt+generated reaches it. Default (and upper
@@ -88,9 +89,13 @@ type Config struct {
 	NewDecoder func() TextDecoder
 	// IsEOG reports end-of-generation tokens. Nil: none.
 	IsEOG func(int32) bool
-	// VocabSize, when > 0, lets Submit validate sampling parameters and
-	// lets MinTokens suppress the IsEOG tokens in sampling.
+	// VocabSize, when > 0, lets Submit check token ids and validate
+	// sampling parameters, and lets MinTokens suppress the IsEOG tokens in
+	// sampling.
 	VocabSize int
+	// DefaultMaxTokens is the max_tokens front doors fill in for a client
+	// that leaves it unset (Limits.MaxTokensFor). Default DefaultMaxTokens.
+	DefaultMaxTokens int
 	// Capacity is an optional admission gate.
 	Capacity Capacity
 	// CapacityRetry is how long the idle loop waits before asking a
@@ -111,19 +116,19 @@ func (c *Config) validate() error {
 		return bad("NumBlocks %d must be > 0", c.NumBlocks)
 	}
 	if c.MaxSeqs == 0 {
-		c.MaxSeqs = 256
+		c.MaxSeqs = DefaultMaxSeqs
 	}
 	if c.MaxSeqs < 0 {
 		return bad("MaxSeqs %d must be > 0", c.MaxSeqs)
 	}
 	if c.MaxBatchTokens == 0 {
-		c.MaxBatchTokens = max(2048, c.MaxSeqs)
+		c.MaxBatchTokens = max(DefaultMaxBatchTokens, c.MaxSeqs)
 	}
 	if c.MaxBatchTokens < 0 {
 		return bad("MaxBatchTokens %d must be > 0", c.MaxBatchTokens)
 	}
 	if c.MaxWaiting == 0 {
-		c.MaxWaiting = 1024
+		c.MaxWaiting = DefaultMaxWaiting
 	}
 	if c.MaxWaiting < 0 {
 		return bad("MaxWaiting %d must be > 0", c.MaxWaiting)
@@ -151,6 +156,12 @@ func (c *Config) validate() error {
 	}
 	if c.ContextLen < 2 {
 		return bad("ContextLen %d must be >= 2", c.ContextLen)
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = DefaultMaxTokens
+	}
+	if c.DefaultMaxTokens < 0 {
+		return bad("DefaultMaxTokens %d must be > 0", c.DefaultMaxTokens)
 	}
 	if c.WatermarkBlocks == 0 {
 		c.WatermarkBlocks = max(1, c.NumBlocks/100)

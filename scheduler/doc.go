@@ -15,7 +15,10 @@
 //
 // Other goroutines reach the loop through channels only:
 //
-//   - Submit validates the request, reserves a waiting slot (an atomic count
+//   - Submit validates the request against Limits (limits.go: the one owner
+//     of every bound on a request's fields, the context honoured in the
+//     configured batching mode among them; front doors report and consult
+//     them and check none), reserves a waiting slot (an atomic count
 //     bounded by Config.MaxWaiting, so ErrQueueFull is decided at once) and
 //     sends the new sequence on a channel with room for every slot, so it
 //     never blocks on the loop.

@@ -100,32 +100,16 @@ func (s *Scheduler) minTokensParams(r Request) sample.Params {
 func newSampler(p sample.Params, prompt []int32) *sample.Sampler { return sample.New(p, prompt) }
 
 // Submit queues r. ctx is the request's: when it ends, the sequence is
-// cancelled and leaves the batch at the next step. Errors wrap
-// ErrInvalidRequest, ErrPromptTooLong, ErrQueueFull (decided here, without
-// waiting), ErrDraining or ErrClosed.
+// cancelled and leaves the batch at the next step. A request outside
+// Limits() is refused with a *LimitError naming the field and its bound
+// (wrapping ErrPromptTooLong for a prompt over the context,
+// ErrTokenOutOfRange for an id outside the vocabulary, ErrInvalidRequest
+// otherwise) or, for the sampling parameters, a *sample.ParamError wrapped
+// with ErrInvalidRequest. The other errors wrap ErrQueueFull (decided here,
+// without waiting), ErrDraining or ErrClosed.
 func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
-	switch {
-	case len(r.Prompt) == 0:
-		return nil, fmt.Errorf("%w: empty prompt", ErrInvalidRequest)
-	case r.MaxTokens < 1:
-		return nil, fmt.Errorf("%w: max_tokens %d must be >= 1", ErrInvalidRequest, r.MaxTokens)
-	case r.MinTokens < 0:
-		return nil, fmt.Errorf("%w: min_tokens %d must be >= 0", ErrInvalidRequest, r.MinTokens)
-	case r.QueueTimeout < 0:
-		return nil, fmt.Errorf("%w: queue timeout %v must be >= 0", ErrInvalidRequest, r.QueueTimeout)
-	case len(r.Prompt) >= s.cfg.ContextLen:
-		return nil, fmt.Errorf("%w: %d prompt tokens, context holds %d (room for at least one more is needed)",
-			ErrPromptTooLong, len(r.Prompt), s.cfg.ContextLen)
-	}
-	if s.cfg.VocabSize > 0 {
-		if err := r.Sampling.Validate(s.cfg.VocabSize); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-		}
-		for _, t := range r.Prompt {
-			if t < 0 || int(t) >= s.cfg.VocabSize {
-				return nil, fmt.Errorf("%w: prompt token %d outside vocabulary of %d", ErrInvalidRequest, t, s.cfg.VocabSize)
-			}
-		}
+	if err := s.cfg.limits().check(r); err != nil {
+		return nil, err
 	}
 	if s.draining.Load() {
 		return nil, ErrDraining

@@ -38,7 +38,7 @@ func TestStopConditions(t *testing.T) {
 	}{
 		{name: "max tokens", script: "helloxworld", req: Request{MaxTokens: 4},
 			want: Final{Reason: FinishLength}, wantText: "hell", wantTokens: 4},
-		{name: "context length", script: "helloxworld", req: Request{MaxTokens: 100}, contextLen: 8,
+		{name: "context length", script: "helloxworld", req: Request{MaxTokens: 8}, contextLen: 8,
 			want: Final{Reason: FinishLength}, wantText: "hello", wantTokens: 5},
 		{name: "eos", script: "hi.there", req: Request{MaxTokens: 20},
 			want: Final{Reason: FinishEOS}, wantText: "hi", wantTokens: 3},

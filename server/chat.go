@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"slices"
@@ -12,8 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
-	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -36,7 +35,7 @@ type chatReply struct {
 // time calls Send).
 func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
 	if s.cfg.Chat == nil {
-		return s.refuse(reqErr(codes.FailedPrecondition, ReasonNoChatTemplate, "", "the model has no chat template"))
+		return s.refuse(frontdoor.ErrNoChat)
 	}
 	ctx := stream.Context()
 	reqs := make(chan *inferencev1.ChatRequest)
@@ -84,7 +83,11 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			}
 			msgs = append(msgs, chat.Message{Role: name, Content: m.GetContent()})
 		}
-		msgs, prompt, err := s.chatPrompt(ctx, msgs, len(conv), t.GetTruncation())
+		trunc := frontdoor.Reject
+		if t.GetTruncation() == inferencev1.Truncation_TRUNCATION_DROP_OLDEST {
+			trunc = frontdoor.DropOldest
+		}
+		msgs, prompt, err := s.door.ChatPrompt(ctx, msgs, len(conv), trunc)
 		if err != nil {
 			return err
 		}
@@ -203,110 +206,4 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 			return Status(errSlowReader)
 		}
 	}
-}
-
-// chatPrompt renders and tokenizes msgs, whose first keep messages are the
-// conversation so far. Message contents are tokenized as plain text (they
-// never produce control tokens); only the template's own text does. A
-// conversation over MaxPromptBytes (its contents summed, then the rendered
-// prompt) or the context is refused with PROMPT_TOO_LONG, or, with
-// TRUNCATION_DROP_OLDEST, loses the fewest oldest non-system messages of the
-// conversation so far (an assistant reply goes with the message before it)
-// that make it fit, found by bisection (a logarithmic number of renders). It
-// returns the conversation as sent and its prompt.
-func (s *Server) chatPrompt(ctx context.Context, msgs []chat.Message, keep int, trunc inferencev1.Truncation) ([]chat.Message, []int32, error) {
-	prompt, err := s.chatTry(ctx, msgs)
-	if err == nil || trunc != inferencev1.Truncation_TRUNCATION_DROP_OLDEST || !tooLong(err) {
-		return msgs, prompt, err
-	}
-	// unit[i] numbers the droppable units of the conversation so far: a
-	// non-system message and the assistant replies right after it. System
-	// messages (-1) and the new turn's messages are never dropped.
-	unit := make([]int, keep)
-	units := 0
-	for i, m := range msgs[:keep] {
-		switch {
-		case m.Role == "system":
-			unit[i] = -1
-		case m.Role == "assistant" && i > 0 && unit[i-1] >= 0:
-			unit[i] = unit[i-1]
-		default:
-			unit[i] = units
-			units++
-		}
-	}
-	without := func(d int) []chat.Message { // msgs less the d oldest units
-		out := make([]chat.Message, 0, len(msgs))
-		for i, m := range msgs {
-			if i >= keep || unit[i] < 0 || unit[i] >= d {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
-	if units == 0 {
-		return nil, nil, err
-	}
-	bestPrompt, err := s.chatTry(ctx, without(units))
-	if err != nil {
-		return nil, nil, err // it does not fit even with all of them gone
-	}
-	best, lo := units, 0 // without(lo) does not fit; without(best) does
-	for best-lo > 1 {
-		mid := (lo + best) / 2
-		p, err := s.chatTry(ctx, without(mid))
-		switch {
-		case err == nil:
-			best, bestPrompt = mid, p
-		case tooLong(err):
-			lo = mid
-		default:
-			return nil, nil, err
-		}
-	}
-	return without(best), bestPrompt, nil
-}
-
-// tooLong reports a PROMPT_TOO_LONG refusal.
-func tooLong(err error) bool {
-	var re *requestError
-	return errors.As(err, &re) && re.reason == ReasonPromptTooLong
-}
-
-// chatTry renders and tokenizes msgs, refusing them with PROMPT_TOO_LONG
-// when they do not fit (bytes before tokenizing, then tokens).
-func (s *Server) chatTry(ctx context.Context, msgs []chat.Message) ([]int32, error) {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Content)
-	}
-	if err := s.checkPromptBytes("turn.messages.content", n); err != nil {
-		return nil, err
-	}
-	parts, err := s.cfg.Chat.RenderSegments(msgs, true)
-	if err != nil {
-		return nil, reqErr(codes.InvalidArgument, ReasonChatTemplate, "turn.messages", "%v", err)
-	}
-	segs := make([]tokenizer.Segment, len(parts))
-	rendered := 0
-	for i, p := range parts {
-		segs[i] = tokenizer.Segment{Text: p.Text, ParseSpecial: !p.Content}
-		rendered += len(p.Text)
-	}
-	// The template's own text counts too (many empty messages render to
-	// much markup): the whole prompt is bounded before tokenizing.
-	if err := s.checkPromptBytes("turn.messages", rendered); err != nil {
-		return nil, err
-	}
-	prompt, err := s.encodeSegments(ctx, segs, false)
-	if err != nil {
-		return nil, err
-	}
-	if bt, ok := s.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
-		prompt = append([]int32{bt.BOS()}, prompt...)
-	}
-	if len(prompt) >= s.cfg.Info.ContextLen {
-		return nil, promptTooLong(len(prompt), s.cfg.Info.ContextLen)
-	}
-	return prompt, nil
 }

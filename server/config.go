@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +19,9 @@ import (
 // *scheduler.Scheduler implements it.
 type Scheduler interface {
 	Submit(ctx context.Context, r scheduler.Request) (*scheduler.Stream, error)
+	// Limits are the bounds Submit enforces: the server reports them
+	// (GetModelInfo) and fills defaults from them, and checks none itself.
+	Limits() scheduler.Limits
 	Stats() scheduler.Stats
 	Drain()
 }
@@ -35,22 +37,6 @@ type Tokenizer interface {
 	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
 	Decode(ids []int32) string
 	VocabSize() int
-}
-
-// PromptBytesPerToken is the default bytes-per-token bound behind
-// MaxPromptBytes. Typical text runs 3 to 5 bytes per token (English on a
-// 32k SentencePiece vocabulary about 4, CJK about 3 per character); 16 is
-// four times that, so a prompt that fits the context in tokens is all but
-// never refused for its bytes, while tokenizing the longest accepted text
-// costs a bounded, context-sized amount of work and memory.
-const PromptBytesPerToken = 16
-
-// bosTokenizer is optionally implemented by a Tokenizer whose model wants a
-// BOS token in front of every prompt (used for chat prompts whose template
-// does not write one).
-type bosTokenizer interface {
-	BOS() int32
-	AddBOS() bool
 }
 
 // ChatRenderer renders a conversation into prompt text, split into the
@@ -72,7 +58,6 @@ type KVCache struct {
 type ModelInfo struct {
 	Name           string         // general.name or the file's base name
 	Architecture   string         // "llama", ...
-	ContextLen     int            // prompt plus generated tokens accepted
 	VocabSize      int            // tokens in the vocabulary
 	TensorTypes    map[string]int // tensor type -> number of tensors
 	Backend        string         // "cpu ...", "cuda ..."
@@ -82,30 +67,35 @@ type ModelInfo struct {
 	ParameterCount int64          // parameters (0 if unknown)
 }
 
-// Config configures a Server. Scheduler, Tokenizer and Info.ContextLen are
-// required; the rest has defaults.
+// Config configures a Server. Scheduler and Tokenizer are required; the
+// rest has defaults.
 type Config struct {
 	// Scheduler runs the requests. Required.
 	Scheduler Scheduler
-	// Tokenizer tokenizes prompts. Required.
+	// Tokenizer tokenizes prompts. Required. One that also has BOS() int32
+	// and AddBOS() bool gets a BOS in front of chat prompts whose template
+	// writes none.
 	Tokenizer Tokenizer
-	// Chat renders chat conversations; nil makes Chat fail with
-	// FAILED_PRECONDITION.
+	// Chat renders chat conversations: the model's own template, or the
+	// fallback the operator chose (then ChatFallback names it). Nil makes
+	// Chat fail with FAILED_PRECONDITION / NO_CHAT_TEMPLATE.
 	Chat ChatRenderer
-	// Info is what GetModelInfo reports; Info.ContextLen (> 1) bounds
-	// prompts and max_tokens, Info.VocabSize defaults to Tokenizer.VocabSize().
+	// ChatFallback is empty when Chat is the model's own template, else the
+	// name of the fallback it is ("chatml", a file); GetModelInfo's
+	// has_chat_template is set only when it is empty.
+	ChatFallback string
+	// Info is what GetModelInfo reports besides the scheduler's limits;
+	// Info.VocabSize defaults to Tokenizer.VocabSize().
 	Info ModelInfo
 	// MaxPromptBytes bounds the bytes of text a request may have tokenized
 	// (Generate's text, the sum of a chat conversation's contents, Tokenize's
 	// text); longer texts are refused with PROMPT_TOO_LONG before any
-	// tokenization. Default Info.ContextLen * PromptBytesPerToken.
+	// tokenization. Default the context length (Scheduler.Limits) times
+	// frontdoor.PromptBytesPerToken.
 	MaxPromptBytes int
 	// TokenizeConcurrency bounds how many requests tokenize at once (the
 	// rest wait, cancellably). Default GOMAXPROCS.
 	TokenizeConcurrency int
-	// DefaultMaxTokens is used when a request leaves max_tokens at 0
-	// (capped by the room left in the context). Default 256.
-	DefaultMaxTokens int
 	// SendStallTimeout cuts off a stream whose client has accepted nothing
 	// for this long (one Send blocked). Default 30s.
 	SendStallTimeout time.Duration
@@ -123,10 +113,6 @@ type Config struct {
 	KeepaliveMinTime time.Duration
 	// Logger receives request logs. Default slog.Default().
 	Logger *slog.Logger
-	// MaxSeqs is the scheduler's batch size cap (scheduler.Config.MaxSeqs);
-	// the ORCA application_utilization divides by it. Default 256, the
-	// scheduler's default.
-	MaxSeqs int
 	// Registry receives the Prometheus metrics; nil creates one
 	// (MetricsHandler serves it).
 	Registry *prometheus.Registry
@@ -154,26 +140,13 @@ func (c *Config) validate() error {
 	if c.Info.VocabSize <= 0 {
 		return bad("vocabulary size %d must be > 0", c.Info.VocabSize)
 	}
-	if c.Info.ContextLen < 2 {
-		return bad("context length %d must be >= 2", c.Info.ContextLen)
+	// Without a vocabulary the scheduler would let any token id through
+	// to the model.
+	if lim := c.Scheduler.Limits(); lim.VocabSize <= 0 {
+		return bad("the scheduler checks no token ids (scheduler.Config.VocabSize is %d)", lim.VocabSize)
 	}
-	if c.MaxPromptBytes == 0 {
-		c.MaxPromptBytes = c.Info.ContextLen * PromptBytesPerToken
-	}
-	if c.MaxPromptBytes < 0 {
-		return bad("MaxPromptBytes %d must be > 0", c.MaxPromptBytes)
-	}
-	if c.TokenizeConcurrency == 0 {
-		c.TokenizeConcurrency = goruntime.GOMAXPROCS(0)
-	}
-	if c.TokenizeConcurrency < 0 {
-		return bad("TokenizeConcurrency %d must be > 0", c.TokenizeConcurrency)
-	}
-	if c.DefaultMaxTokens == 0 {
-		c.DefaultMaxTokens = 256
-	}
-	if c.DefaultMaxTokens < 0 {
-		return bad("DefaultMaxTokens %d must be > 0", c.DefaultMaxTokens)
+	if c.Chat == nil && c.ChatFallback != "" {
+		return bad("ChatFallback %q without Chat", c.ChatFallback)
 	}
 	if c.SendStallTimeout == 0 {
 		c.SendStallTimeout = 30 * time.Second
@@ -192,12 +165,6 @@ func (c *Config) validate() error {
 	}
 	if c.KeepaliveMinTime == 0 {
 		c.KeepaliveMinTime = 10 * time.Second
-	}
-	if c.MaxSeqs == 0 {
-		c.MaxSeqs = 256
-	}
-	if c.MaxSeqs < 0 {
-		return bad("MaxSeqs %d must be > 0", c.MaxSeqs)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

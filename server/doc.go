@@ -1,17 +1,27 @@
 // Package server is weft's gRPC front end: it implements
 // inference.v1.InferenceService on top of a scheduler.Scheduler.
 //
-// Each request is validated and tokenized here (chat turns are rendered with
-// the model's chat template first), then submitted to the scheduler, whose
-// Stream is drained by exactly one goroutine per RPC that calls Send. The
-// scheduler never waits for a client: a slow reader only grows its own
-// mailbox, and a reader that accepts nothing for Config.SendStallTimeout is
-// cut off with codes.ResourceExhausted (reason SLOW_READER) and its sequence
-// cancelled.
+// Each request's wire shape is checked here (enum values, oneofs, UTF-8);
+// its text is bounded in bytes and tokenized, chat turns rendered with the
+// chat template first (internal/frontdoor, shared with the OpenAI door),
+// then it is submitted to the scheduler. The scheduler owns every bound on
+// a request (Scheduler.Limits, refused by Submit with a
+// *scheduler.LimitError) and sample.Params.Validate the sampling ranges;
+// the server checks neither, and GetModelInfo reports the scheduler's
+// context length, the one honoured. has_chat_template is true only when
+// Chat renders with the model's own template (Config.ChatFallback empty);
+// without any template Chat is refused with NO_CHAT_TEMPLATE.
+//
+// The scheduler's Stream is drained by exactly one goroutine per RPC that
+// calls Send. The scheduler never waits for a client: a slow reader only
+// grows its own mailbox, and a reader that accepts nothing for
+// Config.SendStallTimeout is cut off with codes.ResourceExhausted (reason
+// SLOW_READER) and its sequence cancelled.
 //
 // Errors from every layer go through one function, Status, which gives each
 // a gRPC code and exactly one google.rpc.ErrorInfo (domain
-// "weft.inference.v1").
+// "weft.inference.v1"); a limit's ErrorInfo names the proto field and the
+// bound (metadata "field", "op", "limit", "value").
 //
 // The gRPC server comes with go-grpc-middleware v2 interceptors (slog
 // logging, panic recovery to codes.Internal, optional bearer-token auth),
@@ -28,6 +38,7 @@
 // Example:
 //
 //	srv, err := server.New(server.Config{Scheduler: sched, Tokenizer: tok, Chat: tmpl, Info: info})
+//	// GetModelInfo's context_length is sched.Limits().ContextLen.
 //	if err != nil { ... }
 //	go srv.Serve(lis)
 //	srv.SetServing(true)

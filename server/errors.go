@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -23,11 +24,11 @@ const ErrorDomain = "weft.inference.v1"
 
 // ErrorInfo reasons. Clients switch on these, never on messages.
 const (
-	ReasonInvalidParameter = "INVALID_PARAMETER" // a field is out of range; metadata "field"
+	ReasonInvalidParameter = "INVALID_PARAMETER" // a field is out of range; metadata "field" (and "limit", "value" for a bound)
 	ReasonEmptyPrompt      = "EMPTY_PROMPT"      // no prompt text or ids
 	ReasonInvalidUTF8      = "INVALID_UTF8"      // a string is not valid UTF-8; metadata "field"
 	ReasonTokenOutOfRange  = "TOKEN_OUT_OF_RANGE"
-	ReasonPromptTooLong    = "PROMPT_TOO_LONG" // metadata "prompt_tokens", "context_length"
+	ReasonPromptTooLong    = "PROMPT_TOO_LONG" // metadata "field", "limit", "value", "context_length"
 	ReasonQueueFull        = "QUEUE_FULL"      // comes with RetryInfo
 	ReasonDraining         = "DRAINING"        // the server is shutting down
 	ReasonCancelled        = "CANCELLED"
@@ -101,12 +102,46 @@ func toStatus(err error) *status.Status {
 		retry  time.Duration
 		msg    = err.Error()
 	)
-	var re *requestError
+	var (
+		re *requestError
+		le *scheduler.LimitError
+		pe *sample.ParamError
+		be *frontdoor.BytesError
+		te *frontdoor.TemplateError
+	)
 	switch {
 	case errors.As(err, &re):
 		code, reason, meta = re.code, re.reason, re.meta
+	case errors.As(err, &le):
+		code, reason, meta = codes.InvalidArgument, limitReason(le), limitMeta(le)
+		msg = wireField(le.Field) + ": " + le.Detail()
+		if errors.Is(le, scheduler.ErrPromptTooLong) {
+			msg += fmt.Sprintf(" (the context holds %d: the prompt plus at least one generated token)", le.Limit+1)
+		}
+	case errors.As(err, &pe):
+		code, reason = codes.InvalidArgument, ReasonInvalidParameter
+		meta = map[string]string{"field": wireField(pe.Field)}
+		msg = wireField(pe.Field) + ": " + pe.Msg
+	case errors.As(err, &be):
+		code, reason = codes.InvalidArgument, ReasonPromptTooLong
+		msg = wireField(be.Field) + ": " + be.Detail()
+		meta = map[string]string{
+			"field":            wireField(be.Field),
+			"prompt_bytes":     strconv.Itoa(be.Bytes),
+			"max_prompt_bytes": strconv.Itoa(be.MaxBytes),
+			"context_length":   strconv.Itoa(be.ContextLen),
+		}
+	case errors.As(err, &te):
+		code, reason = codes.InvalidArgument, ReasonChatTemplate
+		meta = map[string]string{"field": "turn.messages"}
+		msg = "turn.messages: " + te.Err.Error()
+	case errors.Is(err, frontdoor.ErrNoChat):
+		code, reason = codes.FailedPrecondition, ReasonNoChatTemplate
+		msg = "the model has no chat template (the operator may choose a fallback: weft serve --chat-template)"
 	case errors.Is(err, scheduler.ErrPromptTooLong):
 		code, reason = codes.InvalidArgument, ReasonPromptTooLong
+	case errors.Is(err, scheduler.ErrTokenOutOfRange):
+		code, reason = codes.InvalidArgument, ReasonTokenOutOfRange
 	case errors.Is(err, scheduler.ErrInvalidRequest), errors.Is(err, sample.ErrInvalidParams):
 		code, reason = codes.InvalidArgument, ReasonInvalidParameter
 	case errors.Is(err, scheduler.ErrQueueFull):
@@ -156,14 +191,61 @@ func codeReason(c codes.Code) string {
 	return c.String()
 }
 
-// promptTooLong builds the PROMPT_TOO_LONG error.
-func promptTooLong(n, ctxLen int) error {
-	return &requestError{
-		code:   codes.InvalidArgument,
-		reason: ReasonPromptTooLong,
-		msg:    fmt.Sprintf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", n, ctxLen),
-		meta:   map[string]string{"prompt_tokens": strconv.Itoa(n), "context_length": strconv.Itoa(ctxLen)},
+// wireFields renames the scheduler's, the sampler's and the frontdoor's
+// field names to the proto's; a name not here is already the proto's.
+var wireFields = map[string]string{
+	"max_tokens":                "stopping.max_tokens",
+	"min_tokens":                "stopping.min_tokens",
+	"stop":                      "stopping.stop",
+	"stop_token_ids":            "stopping.stop_token_ids",
+	"temperature":               "sampling.temperature",
+	"top_k":                     "sampling.top_k",
+	"top_p":                     "sampling.top_p",
+	"min_p":                     "sampling.min_p",
+	"repetition_penalty":        "sampling.repetition_penalty",
+	"presence_penalty":          "sampling.presence_penalty",
+	"frequency_penalty":         "sampling.frequency_penalty",
+	"top_logprobs":              "logprobs.top_n",
+	frontdoor.FieldChatContents: "turn.messages.content",
+	frontdoor.FieldChatPrompt:   "turn.messages",
+}
+
+func wireField(f string) string {
+	if w, ok := wireFields[f]; ok {
+		return w
 	}
+	return f
+}
+
+// limitReason is the ErrorInfo reason of a scheduler limit.
+func limitReason(le *scheduler.LimitError) string {
+	switch {
+	case errors.Is(le, scheduler.ErrPromptTooLong):
+		return ReasonPromptTooLong
+	case errors.Is(le, scheduler.ErrTokenOutOfRange):
+		return ReasonTokenOutOfRange
+	case le.Field == "prompt" && le.Got == 0:
+		return ReasonEmptyPrompt
+	}
+	return ReasonInvalidParameter
+}
+
+// limitMeta is the ErrorInfo metadata of a scheduler limit: the field, the
+// bound ("limit", compared as "op" says) and the request's value; a prompt
+// over the context also names its tokens and the context length.
+func limitMeta(le *scheduler.LimitError) map[string]string {
+	m := map[string]string{
+		"field": wireField(le.Field),
+		"limit": strconv.Itoa(le.Limit),
+		"op":    le.Op,
+		"value": strconv.Itoa(le.Got),
+	}
+	if errors.Is(le, scheduler.ErrPromptTooLong) {
+		// Limits.MaxPromptTokens is ContextLen-1: one token must fit.
+		m["prompt_tokens"] = strconv.Itoa(le.Got)
+		m["context_length"] = strconv.Itoa(le.Limit + 1)
+	}
+	return m
 }
 
 // turnReasons are the refusals that fail one chat turn, not the stream.

@@ -51,6 +51,8 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		NewDecoder: func() scheduler.TextDecoder { return m.Tok.NewStreamDecoder() },
 		IsEOG:      m.Tok.IsEOG,
 		VocabSize:  m.HP.VocabSize,
+
+		DefaultMaxTokens: fuzzMaxTokens,
 	}, runtime.NewEngine(b, m.HP.VocabSize))
 	if err != nil {
 		b.Close()
@@ -64,12 +66,11 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		sched.Run(ctx)
 	}()
 	srv, err := New(Config{
-		Scheduler:        sched,
-		Tokenizer:        m.Tok,
-		Chat:             m.Template,
-		Info:             ModelInfo{Name: m.Name, ContextLen: min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize), VocabSize: m.HP.VocabSize},
-		DefaultMaxTokens: fuzzMaxTokens,
-		Logger:           slog.New(slog.DiscardHandler),
+		Scheduler: sched,
+		Tokenizer: m.Tok,
+		Chat:      m.Template,
+		Info:      ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize},
+		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,16 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
-)
-
-// Limits on request fields beyond what the scheduler checks.
-const (
-	maxStopStrings   = 16
-	maxStopStringLen = 256
-	maxStopTokenIDs  = 64
-	maxTopN          = 20
 )
 
 // genOptions are the per-request options shared by Generate and Chat turns.
@@ -35,105 +26,43 @@ type genOptions interface {
 	GetLogprobs() *inferencev1.LogprobOptions
 }
 
-// buildRequest validates the options and makes the scheduler request for
-// prompt (already tokenized).
+// buildRequest makes the scheduler request for prompt (already tokenized)
+// with o's options. It checks the wire shape only (UTF-8); the bounds are
+// the scheduler's, checked by Submit, and the sampling ranges
+// sample.Params.Validate's.
 func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority int32) (scheduler.Request, error) {
-	ctxLen, vocab := s.cfg.Info.ContextLen, s.cfg.Info.VocabSize
 	if !utf8.ValidString(id) {
 		return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "request_id", "not valid UTF-8")
 	}
-	if len(prompt) == 0 {
-		return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt", "empty prompt")
-	}
-	for _, t := range prompt {
-		if t < 0 || int(t) >= vocab {
-			return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "prompt.token_ids",
-				"token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
-	}
-	if len(prompt) >= ctxLen {
-		return scheduler.Request{}, promptTooLong(len(prompt), ctxLen)
-	}
-	r := scheduler.Request{ID: id, Prompt: prompt, Priority: int(priority), QueueTimeout: s.cfg.QueueTimeout}
-
-	sp := o.GetSampling()
-	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
-	switch {
-	case !finite(sp.GetTemperature()) || sp.GetTemperature() < 0 || sp.GetTemperature() > 100:
-		return r, badField("sampling.temperature", "%v must be in [0, 100]", sp.GetTemperature())
-	case sp.GetTopK() < 0:
-		return r, badField("sampling.top_k", "%d must be >= 0", sp.GetTopK())
-	case !finite(sp.GetTopP()) || sp.GetTopP() < 0 || sp.GetTopP() > 1:
-		return r, badField("sampling.top_p", "%v must be in [0, 1]", sp.GetTopP())
-	case !finite(sp.GetMinP()) || sp.GetMinP() < 0 || sp.GetMinP() > 1:
-		return r, badField("sampling.min_p", "%v must be in [0, 1]", sp.GetMinP())
-	case !finite(sp.GetRepetitionPenalty()) || sp.GetRepetitionPenalty() < 0 || sp.GetRepetitionPenalty() > 10:
-		return r, badField("sampling.repetition_penalty", "%v must be in [0, 10]", sp.GetRepetitionPenalty())
-	case !finite(sp.GetPresencePenalty()) || sp.GetPresencePenalty() < -2 || sp.GetPresencePenalty() > 2:
-		return r, badField("sampling.presence_penalty", "%v must be in [-2, 2]", sp.GetPresencePenalty())
-	case !finite(sp.GetFrequencyPenalty()) || sp.GetFrequencyPenalty() < -2 || sp.GetFrequencyPenalty() > 2:
-		return r, badField("sampling.frequency_penalty", "%v must be in [-2, 2]", sp.GetFrequencyPenalty())
-	}
-	seed := rand.Uint64()
-	if sp != nil && sp.Seed != nil {
-		seed = sp.GetSeed()
-	}
-	lp := o.GetLogprobs()
-	if lp.GetTopN() < 0 || lp.GetTopN() > maxTopN {
-		return r, badField("logprobs.top_n", "%d must be in [0, %d]", lp.GetTopN(), maxTopN)
-	}
-	r.Sampling = sample.Params{
-		Temperature:       sp.GetTemperature(),
-		TopK:              int(sp.GetTopK()),
-		TopP:              sp.GetTopP(),
-		MinP:              sp.GetMinP(),
-		RepetitionPenalty: sp.GetRepetitionPenalty(),
-		PresencePenalty:   sp.GetPresencePenalty(),
-		FrequencyPenalty:  sp.GetFrequencyPenalty(),
-		Seed:              seed,
-		Logprobs:          lp.GetEnabled() || lp.GetTopN() > 0,
-		TopLogprobs:       int(lp.GetTopN()),
-	}
-
 	st := o.GetStopping()
-	room := ctxLen - len(prompt)
-	switch mt := st.GetMaxTokens(); {
-	case mt < 0 || int(mt) > ctxLen:
-		return r, badField("stopping.max_tokens", "%d must be in [0, %d] (0: server default)", mt, ctxLen)
-	case mt == 0:
-		r.MaxTokens = min(s.cfg.DefaultMaxTokens, room)
-	default:
-		r.MaxTokens = int(mt)
-	}
-	if mn := st.GetMinTokens(); mn < 0 || int(mn) > r.MaxTokens {
-		return r, badField("stopping.min_tokens", "%d must be in [0, max_tokens=%d]", mn, r.MaxTokens)
-	}
-	r.MinTokens = int(st.GetMinTokens())
-	if len(st.GetStop()) > maxStopStrings {
-		return r, badField("stopping.stop", "%d stop strings, at most %d", len(st.GetStop()), maxStopStrings)
-	}
 	for _, x := range st.GetStop() {
 		if !utf8.ValidString(x) {
-			return r, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "stopping.stop", "not valid UTF-8")
-		}
-		if x == "" || len(x) > maxStopStringLen {
-			return r, badField("stopping.stop", "stop strings must be 1 to %d bytes", maxStopStringLen)
+			return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "stopping.stop", "not valid UTF-8")
 		}
 	}
-	r.StopStrings = st.GetStop()
-	if len(st.GetStopTokenIds()) > maxStopTokenIDs {
-		return r, badField("stopping.stop_token_ids", "%d ids, at most %d", len(st.GetStopTokenIds()), maxStopTokenIDs)
-	}
-	for _, t := range st.GetStopTokenIds() {
-		if t < 0 || int(t) >= vocab {
-			return r, reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "stopping.stop_token_ids",
-				"token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
-	}
-	r.StopTokenIDs = st.GetStopTokenIds()
-	r.IgnoreEOS = st.GetIgnoreEos()
-	r.IncludeStopString = st.GetIncludeStopString()
-	return r, nil
+	sp, lp := o.GetSampling(), o.GetLogprobs()
+	return s.door.Request(id, prompt, frontdoor.Options{
+		Sampling: sample.Params{
+			Temperature:       sp.GetTemperature(),
+			TopK:              int(sp.GetTopK()),
+			TopP:              sp.GetTopP(),
+			MinP:              sp.GetMinP(),
+			RepetitionPenalty: sp.GetRepetitionPenalty(),
+			PresencePenalty:   sp.GetPresencePenalty(),
+			FrequencyPenalty:  sp.GetFrequencyPenalty(),
+			Seed:              sp.GetSeed(),
+			Logprobs:          lp.GetEnabled() || lp.GetTopN() > 0,
+			TopLogprobs:       int(lp.GetTopN()),
+		},
+		SeedSet:           sp != nil && sp.Seed != nil,
+		MaxTokens:         int(st.GetMaxTokens()),
+		MinTokens:         int(st.GetMinTokens()),
+		StopStrings:       st.GetStop(),
+		StopTokenIDs:      st.GetStopTokenIds(),
+		IncludeStopString: st.GetIncludeStopString(),
+		IgnoreEOS:         st.GetIgnoreEos(),
+		Priority:          int(priority),
+	}), nil
 }
 
 // Generate implements InferenceService.Generate.
@@ -149,11 +78,11 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 		if p.Text == "" {
 			return s.refuse(reqErr(codes.InvalidArgument, ReasonEmptyPrompt, "prompt.text", "empty prompt"))
 		}
-		if err := s.checkPromptBytes("prompt.text", len(p.Text)); err != nil {
+		if err := s.door.CheckPromptBytes("prompt.text", len(p.Text)); err != nil {
 			return s.refuse(err)
 		}
 		var err error
-		if prompt, err = s.encode(ctx, p.Text, true, req.GetParseSpecial()); err != nil {
+		if prompt, err = s.door.Encode(ctx, p.Text, true, req.GetParseSpecial()); err != nil {
 			return s.refuse(err)
 		}
 	case *inferencev1.GenerateRequest_TokenIds:
@@ -231,7 +160,7 @@ func (s *Server) pump(ctx context.Context, st *scheduler.Stream, r scheduler.Req
 				// Do not hold the handler for the scheduler's next step
 				// (which may be slow); record the Final when it comes. The
 				// scheduler sends one for every accepted request.
-				if f := awaitFinal(st); f != nil {
+				if f := frontdoor.AwaitFinal(st); f != nil {
 					s.observe(ctx, r, start, f)
 				}
 			} else if res.final != nil {
@@ -272,20 +201,6 @@ func (s *Server) pump(ctx context.Context, st *scheduler.Stream, r scheduler.Req
 		}
 	}()
 	return pumping{done: done, stalled: stall.C}
-}
-
-// awaitFinal reads a cancelled stream to its Final (the scheduler sends it
-// at its next step).
-func awaitFinal(st *scheduler.Stream) *scheduler.Final {
-	for {
-		ev, err := st.Recv(context.Background())
-		if err != nil {
-			return nil
-		}
-		if ev.Final != nil {
-			return ev.Final
-		}
-	}
 }
 
 func toChunk(ev scheduler.Event, logprobs bool) *inferencev1.Chunk {

@@ -80,7 +80,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		Scheduler: sched,
 		Tokenizer: fakeTokenizer{},
 		Chat:      fakeChat{},
-		Info:      ModelInfo{Name: "fake", Architecture: "fake", ContextLen: scfg.ContextLen},
+		Info:      ModelInfo{Name: "fake", Architecture: "fake"},
 		Logger:    slog.New(slog.DiscardHandler),
 		onFinal:   h.onFinal,
 		onCancel:  h.onCancel,

@@ -15,10 +15,10 @@ func (s *Server) Tokenize(ctx context.Context, req *inferencev1.TokenizeRequest)
 	if !utf8.ValidString(req.GetText()) {
 		return nil, s.refuse(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
 	}
-	if err := s.checkPromptBytes("text", len(req.GetText())); err != nil {
+	if err := s.door.CheckPromptBytes("text", len(req.GetText())); err != nil {
 		return nil, s.refuse(err)
 	}
-	ids, err := s.encode(ctx, req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
+	ids, err := s.door.Encode(ctx, req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
 	if err != nil {
 		return nil, s.refuse(err)
 	}
@@ -36,18 +36,21 @@ func (s *Server) Detokenize(_ context.Context, req *inferencev1.DetokenizeReques
 	return &inferencev1.DetokenizeResponse{Text: s.cfg.Tokenizer.Decode(req.GetTokenIds())}, nil
 }
 
-// GetModelInfo implements InferenceService.GetModelInfo.
+// GetModelInfo implements InferenceService.GetModelInfo. The context
+// length is the scheduler's (Limits.ContextLen: what Submit honours in the
+// configured batching mode); has_chat_template is set only when Chat
+// renders with the model's own template, not an operator's fallback.
 func (s *Server) GetModelInfo(context.Context, *inferencev1.GetModelInfoRequest) (*inferencev1.GetModelInfoResponse, error) {
 	in := s.cfg.Info
 	out := &inferencev1.GetModelInfoResponse{
 		Name:            in.Name,
 		Architecture:    in.Architecture,
-		ContextLength:   int32(in.ContextLen),
+		ContextLength:   int32(s.door.Limits().ContextLen),
 		VocabSize:       int32(in.VocabSize),
 		Backend:         in.Backend,
 		BosTokenId:      in.BOS,
 		EogTokenIds:     in.EOG,
-		HasChatTemplate: s.cfg.Chat != nil,
+		HasChatTemplate: s.cfg.Chat != nil && s.cfg.ChatFallback == "",
 		ParameterCount:  in.ParameterCount,
 		KvCache: &inferencev1.KVCacheInfo{
 			BlockSize:      int32(in.KV.BlockSize),

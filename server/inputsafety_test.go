@@ -23,15 +23,19 @@ import (
 	"github.com/weft-inference/weft/scheduler"
 )
 
-// recordingScheduler passes requests on and records their prompts.
+// recordingScheduler passes requests on and records the prompts the
+// scheduler accepted.
 type recordingScheduler struct {
 	Scheduler
 	prompts chan []int32
 }
 
 func (r *recordingScheduler) Submit(ctx context.Context, req scheduler.Request) (*scheduler.Stream, error) {
-	r.prompts <- slices.Clone(req.Prompt)
-	return r.Scheduler.Submit(ctx, req)
+	st, err := r.Scheduler.Submit(ctx, req)
+	if err == nil {
+		r.prompts <- slices.Clone(req.Prompt)
+	}
+	return st, err
 }
 
 func loadTokenizer(t *testing.T, rel string) *tokenizer.Tokenizer {
@@ -49,7 +53,7 @@ func loadTokenizer(t *testing.T, rel string) *tokenizer.Tokenizer {
 }
 
 // realTokHarness serves tok (and tmpl, if not nil) over the fake model,
-// recording every submitted prompt.
+// recording every prompt the scheduler accepted.
 func realTokHarness(t *testing.T, tok *tokenizer.Tokenizer, tmpl ChatRenderer) (*harness, chan []int32) {
 	prompts := make(chan []int32, 16)
 	h := newHarness(t, harnessOpts{

@@ -102,7 +102,7 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 	h := newHarness(t, harnessOpts{
 		gated:  true,
 		sched:  func(c *scheduler.Config) { c.MaxSeqs = maxSeqs; c.NumBlocks = 512 },
-		server: func(c *Config) { c.MaxSeqs = maxSeqs; c.Info.KV = KVCache{BlockSize: 16, NumBlocks: 512} },
+		server: func(c *Config) { c.Info.KV = KVCache{BlockSize: 16, NumBlocks: 512} },
 	})
 	web := httptest.NewServer(h.srv.MetricsHandler())
 	defer web.Close()
@@ -133,7 +133,7 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 	start := func(n int) {
 		t.Helper()
 		for range n {
-			req := textPrompt("load", 10000)
+			req := textPrompt("load", 8000) // the pool holds 8192 tokens: the context honoured
 			req.RequestId = fmt.Sprint("r", started)
 			started++
 			s, err := h.client.Generate(reqCtx, req)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 )
 
 // ServiceName is the full name of the inference service (also the health
@@ -37,8 +38,8 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	metrics *metrics
-	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
-	load    *loadReporter // ORCA reports; also each Chat turn's LoadReport
+	door    *frontdoor.Door // byte bounds, tokenizing, chat prompts, request defaults
+	load    *loadReporter   // ORCA reports; also each Chat turn's LoadReport
 	// draining is set by BeginDrain: every RPC but health is refused
 	// with UNAVAILABLE / DRAINING.
 	draining atomic.Bool
@@ -53,7 +54,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Logger = slog.New(requestIDHandler{cfg.Logger.Handler()})
-	s := &Server{cfg: cfg, health: health.NewServer(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency)}
+	lim := cfg.Scheduler.Limits()
+	door, err := frontdoor.New(frontdoor.Config{
+		Tokenizer:           cfg.Tokenizer,
+		Chat:                cfg.Chat,
+		Limits:              lim,
+		MaxPromptBytes:      cfg.MaxPromptBytes,
+		TokenizeConcurrency: cfg.TokenizeConcurrency,
+		QueueTimeout:        cfg.QueueTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{cfg: cfg, health: health.NewServer(), door: door}
 	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats, cfg.Info.KV)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
@@ -78,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	streams = append(streams, recovery.StreamServerInterceptor(rec))
 
-	load := newLoadReporter(cfg.Scheduler.Stats, cfg.MaxSeqs)
+	load := newLoadReporter(cfg.Scheduler.Stats, lim.MaxSeqs)
 	s.load = load
 	opts := append(orcaServerOptions(load), // first: outermost, so every RPC's trailer gets a report
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),

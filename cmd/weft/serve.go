@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/weft-inference/weft/cuda/gpumem"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/llama"
@@ -47,6 +48,7 @@ type serveConfig struct {
 	MaxWaiting     int           // waiting queue bound
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
 	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
+	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
@@ -141,13 +143,16 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "Prometheus /metrics `host:port` (empty: off)")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto, cpu or cuda")
 	fs.StringVar(&c.Batching, "batching", scheduler.BatchingContinuous, "continuous or static")
-	fs.IntVar(&c.MaxSeqs, "max-seqs", 0, "most sequences in one batch (0: scheduler default)")
+	fs.IntVar(&c.MaxSeqs, "max-seqs", 0, fmt.Sprintf("most sequences in one batch (0: scheduler default, %d)", scheduler.DefaultMaxSeqs))
 	fs.IntVar(&c.BatchSize, "batch-size", 0, "group size for --batching static (0: max-seqs)")
-	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0, "most tokens fed in one step (0: scheduler default)")
-	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, "most requests waiting for admission (0: scheduler default)")
+	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0,
+		fmt.Sprintf("most tokens fed in one step (0: scheduler default, %d or max-seqs if larger)", scheduler.DefaultMaxBatchTokens))
+	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, fmt.Sprintf("most requests waiting for admission (0: scheduler default, %d)", scheduler.DefaultMaxWaiting))
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
-		"longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: 16 bytes per context token)")
+		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
+	fs.StringVar(&c.ChatTemplate, "chat-template", "",
+		"`template` Chat renders with instead of the model's: chatml, plain or a Jinja file (empty: the model's own; a model without one serves no Chat)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
@@ -201,9 +206,9 @@ const (
 	// cpuRAMFraction is the share of RAM that weights and KV may take
 	// together when --kv-memory is 0.
 	cpuRAMFraction = 0.5
-	// defaultMaxSeqs mirrors the scheduler's MaxSeqs default; the default
-	// pool never holds more than MaxSeqs full contexts.
-	defaultMaxSeqs = 256
+	// defaultMaxSeqs is the scheduler's MaxSeqs default; the default pool
+	// never holds more than MaxSeqs full contexts.
+	defaultMaxSeqs = scheduler.DefaultMaxSeqs
 )
 
 // cpuKVInput is what the CPU pool sizing needs (separate from the model so
@@ -369,14 +374,16 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if d.BackendWhy != "" {
 		backendInfo += "; " + d.BackendWhy
 	}
-	ctxLen := min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize)
+	// The scheduler caps the model's context at what one sequence can hold
+	// in the batching mode (Limits().ContextLen); both doors take it from
+	// there.
 	sched, err := scheduler.New(scheduler.Config{
 		BlockSize:      kv.BlockSize,
 		NumBlocks:      kv.NumBlocks,
 		MaxSeqs:        c.MaxSeqs,
 		MaxBatchTokens: c.MaxBatchTokens,
 		MaxWaiting:     c.MaxWaiting,
-		ContextLen:     ctxLen,
+		ContextLen:     m.HP.ContextLen,
 		Batching:       c.Batching,
 		BatchSize:      c.BatchSize,
 		NewDecoder:     func() scheduler.TextDecoder { return m.Tok.NewStreamDecoder() },
@@ -387,18 +394,22 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if err != nil {
 		return err
 	}
-	var chatT server.ChatRenderer
-	if m.Template != nil {
-		chatT = m.Template
+	ctxLen := sched.Limits().ContextLen
+	cc, err := chooseChatTemplate(c.ChatTemplate, m)
+	if err != nil {
+		return err
+	}
+	if cc.Why != "" {
+		log.Warn("chat template", "choice", cc.Why)
 	}
 	srv, err := server.New(server.Config{
-		Scheduler: sched,
-		Tokenizer: m.Tok,
-		Chat:      chatT,
+		Scheduler:    sched,
+		Tokenizer:    m.Tok,
+		Chat:         cc.Template,
+		ChatFallback: cc.Fallback,
 		Info: server.ModelInfo{
 			Name:         m.Name,
 			Architecture: m.HP.Arch,
-			ContextLen:   ctxLen,
 			VocabSize:    m.HP.VocabSize,
 			TensorTypes:  m.TensorTypes,
 			Backend:      backendInfo,
@@ -406,7 +417,6 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			BOS:          m.Tok.BOS(),
 			EOG:          m.Tok.EOGs(),
 		},
-		MaxSeqs:   c.MaxSeqs,
 		AuthToken: c.AuthToken,
 		TLS:       d.TLS,
 		Logger:    log,
@@ -422,10 +432,8 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		api, err = openai.New(openai.Config{
 			Scheduler:      sched,
 			Tokenizer:      m.Tok,
-			Chat:           chatT,
+			Chat:           cc.Template,
 			ModelNames:     servedNames(c.ServedNames, m.Name),
-			ContextLen:     ctxLen,
-			VocabSize:      m.HP.VocabSize,
 			AuthToken:      c.AuthToken,
 			MaxPromptBytes: int(c.MaxPromptBytes),
 			Registry:       reg,
@@ -766,9 +774,6 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 		return fail(err)
 	}
 	defer m.Close()
-	if m.TemplateErr != nil {
-		log.Warn("chat template did not compile; using the default", "err", m.TemplateErr)
-	}
 	b, why, err := newBackend(c, m, log)
 	if err != nil {
 		return fail(err)

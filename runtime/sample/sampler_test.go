@@ -490,6 +490,9 @@ func TestValidate(t *testing.T) {
 		{"min_p > 1", Params{MinP: 2}, false},
 		{"min_p nan", Params{MinP: nan}, false},
 		{"negative repetition", Params{RepetitionPenalty: -1}, false},
+		{"temperature at its bound", Params{Temperature: MaxTemperature}, true},
+		{"temperature over its bound", Params{Temperature: MaxTemperature + 1}, false},
+		{"repetition over its bound", Params{RepetitionPenalty: MaxRepetitionPenalty + 1}, false},
 		{"presence 3", Params{PresencePenalty: 3}, false},
 		{"frequency -3", Params{FrequencyPenalty: -3}, false},
 		{"top logprobs 21", Params{TopLogprobs: 21}, false},
@@ -508,6 +511,10 @@ func TestValidate(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrInvalidParams) {
 			t.Errorf("%s: error %v does not wrap ErrInvalidParams", tc.name, err)
 		}
+	}
+	var pe *ParamError
+	if err := (Params{TopP: 7}).Validate(10); !errors.As(err, &pe) || pe.Field != "top_p" {
+		t.Errorf("top_p 7: %v, want a ParamError naming top_p", err)
 	}
 	if err := (Params{}).Validate(0); err == nil {
 		t.Errorf("Validate(0) accepted an empty vocabulary")

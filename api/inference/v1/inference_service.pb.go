@@ -1986,7 +1986,9 @@ type GetModelInfoResponse struct {
 	Name string `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
 	// Architecture, for example "llama".
 	Architecture string `protobuf:"bytes,2,opt,name=architecture" json:"architecture,omitempty"`
-	// Context length the server accepts (prompt plus generated tokens).
+	// Context length the server honours (prompt plus generated tokens): the
+	// model's, capped by what one sequence can hold in the KV pool in the
+	// configured batching mode. A prompt must leave room for one token.
 	ContextLength int32 `protobuf:"varint,3,opt,name=context_length,json=contextLength" json:"context_length,omitempty"`
 	// Number of tokens in the vocabulary.
 	VocabSize int32 `protobuf:"varint,4,opt,name=vocab_size,json=vocabSize" json:"vocab_size,omitempty"`
@@ -2000,7 +2002,10 @@ type GetModelInfoResponse struct {
 	BosTokenId int32 `protobuf:"varint,8,opt,name=bos_token_id,json=bosTokenId" json:"bos_token_id,omitempty"`
 	// End-of-generation token ids.
 	EogTokenIds []int32 `protobuf:"varint,9,rep,packed,name=eog_token_ids,json=eogTokenIds" json:"eog_token_ids,omitempty"`
-	// Whether the model has a chat template (Chat needs one).
+	// Whether Chat renders with the model's own chat template. False when the
+	// model has none: Chat then fails with FAILED_PRECONDITION /
+	// NO_CHAT_TEMPLATE, unless the operator chose a fallback template
+	// (weft serve --chat-template), which Chat then uses.
 	HasChatTemplate bool `protobuf:"varint,10,opt,name=has_chat_template,json=hasChatTemplate" json:"has_chat_template,omitempty"`
 	// Number of parameters.
 	ParameterCount int64 `protobuf:"varint,11,opt,name=parameter_count,json=parameterCount" json:"parameter_count,omitempty"`

@@ -1,0 +1,201 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/weft-inference/weft/runtime/sample"
+)
+
+// Defaults of Config, and the bounds on a request's fields. These are the
+// one place they are written: cmd's flag defaults, the server and the
+// OpenAI door read them from here (or from Scheduler.Limits).
+const (
+	// DefaultMaxSeqs is Config.MaxSeqs's default.
+	DefaultMaxSeqs = 256
+	// DefaultMaxBatchTokens is Config.MaxBatchTokens's default (raised to
+	// MaxSeqs when that is larger, so every running sequence can decode in
+	// one step).
+	DefaultMaxBatchTokens = 2048
+	// DefaultMaxWaiting is Config.MaxWaiting's default.
+	DefaultMaxWaiting = 1024
+	// DefaultMaxTokens is Config.DefaultMaxTokens's default: the
+	// max_tokens a front door fills in when a client leaves it unset.
+	DefaultMaxTokens = 256
+
+	// MaxStopStrings bounds Request.StopStrings, and MaxStopStringBytes
+	// each of them: every stop string is matched against the held-back
+	// text after each token, so their number and length bound that work.
+	MaxStopStrings     = 16
+	MaxStopStringBytes = 256
+	// MaxStopTokenIDs bounds Request.StopTokenIDs.
+	MaxStopTokenIDs = 64
+)
+
+// ErrTokenOutOfRange is wrapped by the errors of a token id outside the
+// vocabulary (in the prompt or the stop token ids). It wraps
+// ErrInvalidRequest.
+var ErrTokenOutOfRange = fmt.Errorf("%w: token id outside the vocabulary", ErrInvalidRequest)
+
+// Limits are the bounds Submit enforces, as configured: what a front door
+// reports to clients (GetModelInfo) and consults before submitting (to
+// fill defaults, or to truncate a conversation until it fits). Every value
+// is the one Submit checks against.
+type Limits struct {
+	// ContextLen is the most tokens (prompt plus generated) one sequence
+	// holds in the configured batching mode: Config.ContextLen after
+	// validation, so in static mode the pool less the scratch blocks.
+	// Generation ends with FinishLength when it is reached.
+	ContextLen int
+	// MaxPromptTokens is the longest prompt accepted: ContextLen-1, so at
+	// least one token can be generated. Longer is ErrPromptTooLong.
+	MaxPromptTokens int
+	// MaxTokens is the largest Request.MaxTokens accepted (ContextLen);
+	// generation still ends when the context is full.
+	MaxTokens int
+	// DefaultMaxTokens is what a front door puts in Request.MaxTokens when
+	// the client leaves it unset, capped by the room the prompt leaves
+	// (see MaxTokensFor).
+	DefaultMaxTokens int
+	// MaxStopStrings, MaxStopStringBytes and MaxStopTokenIDs bound the stop
+	// conditions (a stop string is 1 to MaxStopStringBytes bytes).
+	MaxStopStrings     int
+	MaxStopStringBytes int
+	MaxStopTokenIDs    int
+	// MaxTopLogprobs bounds Sampling.TopLogprobs (sample.MaxTopLogprobs).
+	MaxTopLogprobs int
+	// VocabSize: prompt and stop token ids must be in [0, VocabSize), and
+	// the sampling parameters are validated (sample.Params.Validate). 0
+	// when Config.VocabSize is unset: then none of that is checked.
+	VocabSize int
+	// MaxSeqs is the most sequences in one batch, MaxWaiting the most
+	// requests waiting for admission (beyond it: ErrQueueFull).
+	MaxSeqs    int
+	MaxWaiting int
+}
+
+// Limits returns the bounds Submit enforces.
+func (s *Scheduler) Limits() Limits { return s.cfg.limits() }
+
+func (c *Config) limits() Limits {
+	return Limits{
+		ContextLen:         c.ContextLen,
+		MaxPromptTokens:    c.ContextLen - 1,
+		MaxTokens:          c.ContextLen,
+		DefaultMaxTokens:   c.DefaultMaxTokens,
+		MaxStopStrings:     MaxStopStrings,
+		MaxStopStringBytes: MaxStopStringBytes,
+		MaxStopTokenIDs:    MaxStopTokenIDs,
+		MaxTopLogprobs:     sample.MaxTopLogprobs,
+		VocabSize:          c.VocabSize,
+		MaxSeqs:            c.MaxSeqs,
+		MaxWaiting:         c.MaxWaiting,
+	}
+}
+
+// LimitError is a request field outside its bound. It wraps its sentinel
+// (Err: ErrPromptTooLong, ErrTokenOutOfRange or ErrInvalidRequest), so
+// errors.Is(err, ErrPromptTooLong) and friends hold.
+type LimitError struct {
+	// Field is the Request field, in snake_case: "prompt", "max_tokens",
+	// "min_tokens", "stop", "stop_token_ids", "queue_timeout".
+	Field string
+	// Op is how Got must compare with Limit: "<=", ">=" or "<".
+	Op string
+	// Limit is the bound.
+	Limit int
+	// Got is the request's value (a length, a count, a token id).
+	Got int
+	// Err is the sentinel.
+	Err error
+	// What names Got when the field alone does not ("prompt tokens",
+	// "stop string bytes", "token id").
+	What string
+}
+
+func (e *LimitError) Error() string { return fmt.Sprintf("%v: %s: %s", e.Err, e.Field, e.Detail()) }
+
+// Detail says what the value is and what it must be, without the sentinel
+// or the field name (a front door puts its own field name in front).
+func (e *LimitError) Detail() string {
+	what := e.What
+	if what == "" {
+		what = e.Field
+	}
+	return fmt.Sprintf("%s %d, must be %s %d", what, e.Got, e.Op, e.Limit)
+}
+
+// Unwrap returns the sentinel.
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// CheckPrompt returns the error Submit gives a prompt of n tokens, or nil
+// when it fits the context.
+func (l Limits) CheckPrompt(n int) error {
+	if n > l.MaxPromptTokens {
+		return &LimitError{Field: "prompt", What: "prompt tokens", Op: "<=", Limit: l.MaxPromptTokens, Got: n, Err: ErrPromptTooLong}
+	}
+	return nil
+}
+
+// MaxTokensFor is the max_tokens a request with a prompt of promptLen
+// tokens gets when its client leaves it unset: DefaultMaxTokens, or the
+// room left in the context when that is less.
+func (l Limits) MaxTokensFor(promptLen int) int {
+	return max(1, min(l.DefaultMaxTokens, l.ContextLen-promptLen))
+}
+
+// check validates r against l, in the order a client fixes things: the
+// prompt, the lengths, the sampling parameters, the stop conditions.
+func (l Limits) check(r Request) error {
+	if len(r.Prompt) == 0 {
+		return &LimitError{Field: "prompt", What: "prompt tokens", Op: ">=", Limit: 1, Got: 0, Err: ErrInvalidRequest}
+	}
+	if l.VocabSize > 0 {
+		for _, t := range r.Prompt {
+			if t < 0 || int(t) >= l.VocabSize {
+				return &LimitError{Field: "prompt", What: "token id", Op: "<", Limit: l.VocabSize, Got: int(t), Err: ErrTokenOutOfRange}
+			}
+		}
+	}
+	if err := l.CheckPrompt(len(r.Prompt)); err != nil {
+		return err
+	}
+	switch {
+	case r.MaxTokens < 1:
+		return &LimitError{Field: "max_tokens", Op: ">=", Limit: 1, Got: r.MaxTokens, Err: ErrInvalidRequest}
+	case r.MaxTokens > l.MaxTokens:
+		return &LimitError{Field: "max_tokens", Op: "<=", Limit: l.MaxTokens, Got: r.MaxTokens, Err: ErrInvalidRequest}
+	case r.MinTokens < 0:
+		return &LimitError{Field: "min_tokens", Op: ">=", Limit: 0, Got: r.MinTokens, Err: ErrInvalidRequest}
+	case r.MinTokens > r.MaxTokens:
+		return &LimitError{Field: "min_tokens", What: "min_tokens (bounded by max_tokens)", Op: "<=", Limit: r.MaxTokens, Got: r.MinTokens, Err: ErrInvalidRequest}
+	case r.QueueTimeout < 0:
+		return fmt.Errorf("%w: queue timeout %v must be >= 0", ErrInvalidRequest, r.QueueTimeout)
+	}
+	if l.VocabSize > 0 {
+		if err := r.Sampling.Validate(l.VocabSize); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+	}
+	if len(r.StopStrings) > l.MaxStopStrings {
+		return &LimitError{Field: "stop", What: "stop strings", Op: "<=", Limit: l.MaxStopStrings, Got: len(r.StopStrings), Err: ErrInvalidRequest}
+	}
+	for _, x := range r.StopStrings {
+		if x == "" {
+			return &LimitError{Field: "stop", What: "stop string bytes", Op: ">=", Limit: 1, Got: 0, Err: ErrInvalidRequest}
+		}
+		if len(x) > l.MaxStopStringBytes {
+			return &LimitError{Field: "stop", What: "stop string bytes", Op: "<=", Limit: l.MaxStopStringBytes, Got: len(x), Err: ErrInvalidRequest}
+		}
+	}
+	if len(r.StopTokenIDs) > l.MaxStopTokenIDs {
+		return &LimitError{Field: "stop_token_ids", What: "stop token ids", Op: "<=", Limit: l.MaxStopTokenIDs, Got: len(r.StopTokenIDs), Err: ErrInvalidRequest}
+	}
+	if l.VocabSize > 0 {
+		for _, t := range r.StopTokenIDs {
+			if t < 0 || int(t) >= l.VocabSize {
+				return &LimitError{Field: "stop_token_ids", What: "token id", Op: "<", Limit: l.VocabSize, Got: int(t), Err: ErrTokenOutOfRange}
+			}
+		}
+	}
+	return nil
+}
