@@ -1,6 +1,9 @@
-// Package bench is weft's serving benchmark: a gRPC load generator for the
-// InferenceService, the statistics it reports, the workloads it sends and a
-// plot of the results. `weft bench` (cmd/weft/bench.go) is its command line;
+// Package bench is weft's serving benchmark: a load generator for weft's
+// gRPC InferenceService (Run) or any OpenAI-compatible HTTP server
+// (RunOpenAI: weft's own HTTP API, llama-server, vLLM), the statistics it
+// reports, the workloads it sends and a plot of the results. Both
+// protocols share the load loops, workloads and statistics; only sending
+// one request differs. `weft bench` (cmd/weft/bench.go) is its command line;
 // scripts/bench-compare.sh runs it against continuous and static batching.
 //
 // # Load
@@ -26,7 +29,9 @@
 // drawn from PromptVocab: ids that are not special, decode to plain text and
 // tokenize back to themselves. Lengths come from a LengthDist: Fixed,
 // Uniform, LogNormal (chat-like) or Cycle (--output-lens 6,50,300: requests
-// cycle through exactly those output lengths). ignore_eos makes the output
+// cycle through exactly those output lengths). Text prompts (RunOpenAI,
+// or Config.TextPrompts over gRPC) are PromptLen words of PromptWords
+// instead; their token counts are the server's. ignore_eos makes the output
 // length exact, and a request that returns another count fails. Workload.
 // Request(i) depends only on the seed and i, so runs are repeatable.
 //
@@ -44,6 +49,11 @@
 // request sent to the last final message. Goodput counts the requests that
 // meet every SLO given (TTFT <= --slo-ttft, TPOT <= --slo-tpot; a one-token
 // request meets any TPOT target) per second of that span.
+//
+// Over the OpenAI protocol each request is a streamed /v1/completions
+// with stream_options.include_usage: token counts come from the usage (a
+// server may merge or split tokens across events), TTFT is the first
+// event with text, ITL the gaps between such events.
 //
 // # Failures
 //

@@ -66,6 +66,10 @@ type Config struct {
 	Describe string
 	// Progress, when not nil, receives a progress bar redrawn in place.
 	Progress io.Writer
+	// TextPrompts sends prompts as text (words of PromptWords, PromptLen
+	// of them) instead of token ids: the prompts RunOpenAI sends, so a
+	// gRPC run and an OpenAI run of one server do the same work.
+	TextPrompts bool
 }
 
 func (c *Config) validate() error {
@@ -124,11 +128,26 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 		Seed: cfg.Seed, PromptLen: cfg.PromptLen, OutputLen: cfg.OutputLen,
 		Vocab: vocab, BOS: info.GetBosTokenId(), MaxTotal: int(info.GetContextLength()),
 	}
+	if cfg.TextPrompts {
+		w.Vocab, w.Words = nil, PromptWords
+	}
+	res, err := runLoad(ctx, &cfg, w, func(ctx context.Context, s Spec, t0 time.Time) Record { return send(ctx, c, &cfg, s, t0) })
+	res.Model = info.GetName()
+	return res, err
+}
+
+// sendFunc sends one request and records it, timed from t0 (the run's
+// start).
+type sendFunc func(ctx context.Context, s Spec, t0 time.Time) Record
+
+// runLoad runs the warm-up and the measured load of cfg over w with send,
+// whatever the protocol.
+func runLoad(ctx context.Context, cfg *Config, w *Workload, send sendFunc) (Result, error) {
 	if err := w.validate(); err != nil {
 		return Result{}, fmt.Errorf("bench: %w", err)
 	}
 	if cfg.Warmup > 0 {
-		recs := closedLoop(ctx, c, &cfg, w, -cfg.Warmup, 0, 0, max(1, cfg.Concurrency), nil)
+		recs := closedLoop(ctx, send, w, -cfg.Warmup, 0, 0, max(1, cfg.Concurrency), nil)
 		for _, r := range recs {
 			if r.Err != nil {
 				return Result{}, fmt.Errorf("bench: warm-up request failed: %w", r.Err)
@@ -140,14 +159,15 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 		prog = startProgress(cfg.Progress, cfg.Requests, cfg.Duration)
 	}
 	var recs []Record
+	var err error
 	if cfg.Rate > 0 {
-		recs, err = openLoop(ctx, c, &cfg, w, prog)
+		recs, err = openLoop(ctx, send, cfg, w, prog)
 		if err != nil {
 			prog.stop()
 			return Result{}, err
 		}
 	} else {
-		recs = closedLoop(ctx, c, &cfg, w, 0, cfg.Requests, cfg.Duration, cfg.Concurrency, prog)
+		recs = closedLoop(ctx, send, w, 0, cfg.Requests, cfg.Duration, cfg.Concurrency, prog)
 	}
 	prog.stop()
 	if err := ctx.Err(); err != nil {
@@ -156,7 +176,6 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 	slices.SortFunc(recs, func(a, b Record) int { return a.Index - b.Index })
 	_, isCycle := cfg.OutputLen.(Cycle)
 	res := NewResult(recs, span(recs), cfg.SLO, isCycle)
-	res.Model = info.GetName()
 	res.Seed = cfg.Seed
 	res.Warmup = cfg.Warmup
 	res.Workload = cfg.Describe
@@ -187,7 +206,7 @@ func span(recs []Record) time.Duration {
 // closedLoop runs `workers` clients that send requests from index `from`
 // until `n` requests were sent (n > 0) or `d` has passed (d > 0); with both
 // zero it sends indexes from..-1 (the warm-up).
-func closedLoop(ctx context.Context, c Client, cfg *Config, w *Workload, from, n int, d time.Duration, workers int, prog *progress) []Record {
+func closedLoop(ctx context.Context, send sendFunc, w *Workload, from, n int, d time.Duration, workers int, prog *progress) []Record {
 	var (
 		mu   sync.Mutex
 		recs []Record
@@ -210,7 +229,7 @@ func closedLoop(ctx context.Context, c Client, cfg *Config, w *Workload, from, n
 				if d == 0 && i >= end {
 					return
 				}
-				r := send(ctx, c, cfg, w.Request(i), start)
+				r := send(ctx, w.Request(i), start)
 				prog.done(r.Err != nil)
 				mu.Lock()
 				recs = append(recs, r)
@@ -224,7 +243,7 @@ func closedLoop(ctx context.Context, c Client, cfg *Config, w *Workload, from, n
 
 // openLoop sends requests at the arrival process's times, each on its own
 // goroutine, at most cfg.Concurrency in flight when that is set.
-func openLoop(ctx context.Context, c Client, cfg *Config, w *Workload, prog *progress) ([]Record, error) {
+func openLoop(ctx context.Context, send sendFunc, cfg *Config, w *Workload, prog *progress) ([]Record, error) {
 	arr, err := NewArrivals(cfg.Rate, cfg.Burstiness, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -265,7 +284,7 @@ loop:
 		}
 		spec := w.Request(i)
 		wg.Go(func() {
-			r := send(ctx, c, cfg, spec, start)
+			r := send(ctx, spec, start)
 			if sem != nil {
 				<-sem
 			}
@@ -291,6 +310,9 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 			MaxTokens: int32(s.OutputLen),
 			IgnoreEos: cfg.IgnoreEOS,
 		},
+	}
+	if s.Prompt == nil {
+		req.Prompt = &inferencev1.GenerateRequest_Text{Text: s.Text}
 	}
 	sent := time.Now()
 	r.Sent = sent.Sub(t0)
@@ -341,6 +363,7 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 		return fail(errors.New("stream ended without a final message"))
 	}
 	r.OutputTokens = int(final.GetUsage().GetCompletionTokens())
+	r.PromptTokens = int(final.GetUsage().GetPromptTokens())
 	r.QueueWait = final.GetTimings().GetQueueWait().AsDuration()
 	switch reason := final.GetFinishReason(); reason {
 	case inferencev1.FinishReason_FINISH_REASON_EOS, inferencev1.FinishReason_FINISH_REASON_LENGTH,

@@ -169,8 +169,11 @@ var Presets = map[string]struct{ Prompt, Output string }{
 type Spec struct {
 	// Index numbers the request; warm-up requests have negative indexes.
 	Index int
-	// Prompt is the prompt as token ids, BOS first when the model has one.
+	// Prompt is the prompt as token ids, BOS first when the model has one;
+	// nil for a text prompt.
 	Prompt []int32
+	// Text is the prompt as text (Workload.Words); "" for token ids.
+	Text string
 	// OutputLen is the number of tokens to generate (max_tokens).
 	OutputLen int
 }
@@ -184,8 +187,13 @@ type Workload struct {
 	PromptLen LengthDist
 	// OutputLen draws output lengths.
 	OutputLen LengthDist
-	// Vocab holds the token ids prompts are drawn from; not empty.
+	// Vocab holds the token ids prompts are drawn from; not empty unless
+	// Words is set.
 	Vocab []int32
+	// Words, when set, makes text prompts instead: PromptLen words drawn
+	// from Words, joined by spaces (the server tokenizes them, so the
+	// prompt's token count is the server's, read from its usage).
+	Words []string
 	// BOS is prepended to every prompt when >= 0.
 	BOS int32
 	// MaxTotal, when > 0, caps prompt+output (the model's context length):
@@ -197,7 +205,7 @@ func (w *Workload) validate() error {
 	switch {
 	case w.PromptLen == nil || w.OutputLen == nil:
 		return errors.New("workload: prompt and output lengths are required")
-	case len(w.Vocab) == 0:
+	case len(w.Vocab) == 0 && len(w.Words) == 0:
 		return errors.New("workload: no vocabulary to draw prompts from")
 	case w.MaxTotal > 0 && w.OutputLen.Max() >= w.MaxTotal:
 		return fmt.Errorf("workload: output length up to %d does not fit the context (%d tokens) with a prompt",
@@ -214,6 +222,13 @@ func (w *Workload) Request(i int) Spec {
 	if w.MaxTotal > 0 && n+out > w.MaxTotal {
 		n = max(1, w.MaxTotal-out)
 	}
+	if len(w.Words) > 0 {
+		words := make([]string, n)
+		for k := range words {
+			words[k] = w.Words[r.IntN(len(w.Words))]
+		}
+		return Spec{Index: i, Text: strings.Join(words, " "), OutputLen: out}
+	}
 	p := make([]int32, 0, n)
 	if w.BOS >= 0 {
 		p = append(p, w.BOS)
@@ -223,6 +238,12 @@ func (w *Workload) Request(i int) Spec {
 	}
 	return Spec{Index: i, Prompt: p, OutputLen: out}
 }
+
+// PromptWords are the words of text prompts: short, common English words,
+// one token or a few in most vocabularies.
+var PromptWords = strings.Fields(`the a and to of in was he she it they little big cat dog girl boy
+	day sun tree park ball home happy sad play run saw said with on for one time there went
+	friend mom dad bird fish red blue green good new old toy box book cake water sky`)
 
 // Arrivals draws the gaps between request arrivals of an open-loop run:
 // gamma-distributed with mean 1/Rate and shape Burstiness. Burstiness 1 is a

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -67,9 +68,31 @@ func apiErrorOf(err error) apiError {
 	e := apiError{Message: err.Error(), Type: "server_error", status: http.StatusInternalServerError}
 	var re *requestError
 	var mbe *http.MaxBytesError
+	var le *scheduler.LimitError
+	var pe *sample.ParamError
+	var be *frontdoor.BytesError
+	var te *frontdoor.TemplateError
+	invalid := func(param, code string) {
+		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
+	}
 	switch {
 	case errors.As(err, &re):
 		e.status, e.Type, e.Param, e.Code = re.status, "invalid_request_error", nullable(re.param), nullable(re.code)
+	case errors.As(err, &le):
+		// The scheduler's field names are the API's parameter names.
+		code := "invalid_value"
+		if errors.Is(err, scheduler.ErrPromptTooLong) {
+			code = "context_length_exceeded"
+		}
+		invalid(le.Field, code)
+		e.Message = le.Field + ": " + le.Detail()
+	case errors.As(err, &pe):
+		invalid(pe.Field, "invalid_value")
+		e.Message = pe.Field + ": " + pe.Msg
+	case errors.As(err, &be):
+		invalid(be.Field, "context_length_exceeded")
+	case errors.As(err, &te):
+		invalid("messages", "invalid_value")
 	case errors.As(err, &mbe):
 		e.status, e.Type, e.Code = http.StatusRequestEntityTooLarge, "invalid_request_error", nullable("request_too_large")
 		e.Message = "request body over " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
@@ -77,7 +100,7 @@ func apiErrorOf(err error) apiError {
 		e.status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", nullable("context_length_exceeded")
 	case errors.Is(err, scheduler.ErrInvalidRequest), errors.Is(err, sample.ErrInvalidParams):
 		e.status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", nullable("invalid_value")
-	case errors.Is(err, errNoChatTemplate):
+	case errors.Is(err, errNoChatTemplate), errors.Is(err, frontdoor.ErrNoChat):
 		e.status, e.Type = http.StatusBadRequest, "invalid_request_error"
 	case errors.Is(err, errUnauthenticated):
 		e.status, e.Type, e.Code = http.StatusUnauthorized, "invalid_request_error", nullable("invalid_api_key")

@@ -21,6 +21,9 @@ func (refusingScheduler) Submit(context.Context, scheduler.Request) (*scheduler.
 	return nil, scheduler.ErrQueueFull
 }
 func (refusingScheduler) Drain() {}
+func (refusingScheduler) Limits() scheduler.Limits {
+	return scheduler.Limits{ContextLen: 512, MaxPromptTokens: 511, MaxTokens: 512, DefaultMaxTokens: 256}
+}
 
 // FuzzDecode posts arbitrary bodies to both generation endpoints: no
 // panic, and every answer is 429 (it got as far as the scheduler) or an
@@ -31,8 +34,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Close() })
-	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelName: "m",
-		ContextLen: 512, VocabSize: m.HP.VocabSize, MaxBodyBytes: 1 << 16})
+	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -11,35 +11,39 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
-	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
 
-// Limits on request fields beyond what the scheduler checks (the gRPC
-// server's limits).
+// Bounds of the OpenAI API's own (every other bound is the scheduler's,
+// checked by Submit).
 const (
-	maxStopStrings   = 16
-	maxStopStringLen = 256
-	maxStopTokenIDs  = 64
+	// maxTemperature is OpenAI's documented upper bound.
+	maxTemperature = 2
 	// completionsDefaultMaxTokens is OpenAI's default max_tokens for
 	// /v1/completions; chat defaults to the room left in the context.
 	completionsDefaultMaxTokens = 16
+	// maxN bounds n, the choices per prompt.
+	maxN = 8
 )
 
 // Handler serves the OpenAI-compatible API; it is an http.Handler.
 type Handler struct {
 	cfg     Config
 	mux     *http.ServeMux
-	tokSem  chan struct{} // one slot per tokenization in progress
-	serving atomic.Bool   // health 200 and requests accepted only when set
-	created int64         // the model's "created" time in /v1/models
+	root    http.Handler // mux inside the request-id, log and metrics layer
+	door    *frontdoor.Door
+	serving atomic.Bool // health 200 and requests accepted only when set
+	created int64       // the model's "created" time in /v1/models
+	metrics *metrics
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -50,16 +54,26 @@ func New(cfg Config) (*Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), tokSem: make(chan struct{}, cfg.TokenizeConcurrency), created: time.Now().Unix()}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("openai: metrics: %w", err)
+	}
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: cfg.Tokenizer, Chat: cfg.Chat, Limits: cfg.Scheduler.Limits(),
+		MaxPromptBytes: cfg.MaxPromptBytes, TokenizeConcurrency: cfg.TokenizeConcurrency, QueueTimeout: cfg.QueueTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), door: door, created: time.Now().Unix(), metrics: m}
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.Handle("GET /v1/models", h.authed(h.models))
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
 	h.mux.Handle("POST /v1/chat/completions", h.authed(h.chatCompletions))
+	h.root = h.observe(h.mux)
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
 
 // SetServing turns health (and admission) on or off.
 func (h *Handler) SetServing(ok bool) { h.serving.Store(ok) }
@@ -101,7 +115,11 @@ func (h *Handler) authed(f http.HandlerFunc) http.Handler {
 }
 
 func (h *Handler) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, modelList{Object: "list", Data: []model{{ID: h.cfg.ModelName, Object: "model", Created: h.created, OwnedBy: "weft"}}})
+	l := modelList{Object: "list", Data: []model{}}
+	for _, id := range h.cfg.ModelNames {
+		l.Data = append(l.Data, model{ID: id, Object: "model", Created: h.created, OwnedBy: "weft"})
+	}
+	writeJSON(w, l)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -122,124 +140,113 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// checkModel refuses a model id other than the one served.
+// checkModel refuses a model id the server does not serve.
 func (h *Handler) checkModel(id string) error {
-	if id != h.cfg.ModelName {
+	if !slices.Contains(h.cfg.ModelNames, id) {
 		return &requestError{status: http.StatusNotFound, code: "model_not_found", param: "model",
-			msg: fmt.Sprintf("model %q does not exist; this server serves %q", id, h.cfg.ModelName)}
+			msg: fmt.Sprintf("model %q does not exist; this server serves %q", id, h.cfg.ModelNames)}
 	}
-	return nil
-}
-
-// checkPromptBytes refuses n bytes of prompt text over MaxPromptBytes,
-// before any tokenization.
-func (h *Handler) checkPromptBytes(param string, n int) error {
-	if n <= h.cfg.MaxPromptBytes {
-		return nil
-	}
-	return &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: param,
-		msg: fmt.Sprintf("%s: %d bytes of text, at most %d", param, n, h.cfg.MaxPromptBytes)}
-}
-
-// tokenize runs f holding one of the TokenizeConcurrency slots; it gives
-// up when ctx ends.
-func (h *Handler) tokenize(ctx context.Context, f func()) error {
-	select {
-	case h.tokSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-h.tokSem }()
-	f()
 	return nil
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// buildRequest validates p and makes the scheduler request for prompt.
-// maxTokens is the request's max_tokens (nil: defaultMax, 0: the room left).
-func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int) (scheduler.Request, error) {
-	ctxLen, vocab := h.cfg.ContextLen, h.cfg.VocabSize
-	r := scheduler.Request{ID: id, Prompt: prompt, QueueTimeout: h.cfg.QueueTimeout}
-	if len(prompt) == 0 {
-		return r, badParam("prompt", "empty prompt")
-	}
-	for _, t := range prompt {
-		if t < 0 || int(t) >= vocab {
-			return r, badParam("prompt", "token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
-	}
-	if len(prompt) >= ctxLen {
-		return r, &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: "prompt",
-			msg: fmt.Sprintf("prompt has %d tokens; the context holds %d (prompt plus at least one generated token)", len(prompt), ctxLen)}
-	}
-	if p.N != nil && *p.N != 1 {
-		return r, badParam("n", "%d: only n=1 is supported", *p.N)
-	}
-	temp, topP, minP := 1.0, 1.0, 0.0 // OpenAI's defaults
-	if p.Temperature != nil {
-		temp = *p.Temperature
-	}
-	if p.TopP != nil {
-		topP = *p.TopP
-	}
-	if p.MinP != nil {
-		minP = *p.MinP
-	}
-	topK := 0
-	if p.TopK != nil && *p.TopK != -1 { // -1: off, as in vLLM
-		topK = *p.TopK
-	}
-	switch {
-	case !finite(temp) || temp < 0 || temp > 2:
-		return r, badParam("temperature", "%v must be in [0, 2]", temp)
-	case !finite(topP) || topP <= 0 || topP > 1:
-		return r, badParam("top_p", "%v must be in (0, 1]", topP)
-	case !finite(minP) || minP < 0 || minP > 1:
-		return r, badParam("min_p", "%v must be in [0, 1]", minP)
-	case topK < 0:
-		return r, badParam("top_k", "%d must be -1 (off), 0 (off) or > 0", topK)
-	}
-	seed := mrand.Uint64()
-	if p.Seed != nil {
-		seed = uint64(*p.Seed)
-	}
-	r.Sampling = sample.Params{Temperature: float32(temp), TopK: topK, TopP: float32(topP), MinP: float32(minP), Seed: seed}
+// logprobSpec is what a request asks for in logprobs: on, and how many
+// alternatives per position.
+type logprobSpec struct {
+	on  bool
+	top int
+}
 
-	room := ctxLen - len(prompt)
-	switch {
-	case maxTokens == nil:
-		r.MaxTokens = min(defaultMax, room)
-	case *maxTokens < 1 || *maxTokens > room:
-		return r, &requestError{status: http.StatusBadRequest, code: "context_length_exceeded", param: "max_tokens",
-			msg: fmt.Sprintf("max_tokens: %d must be in [1, %d] (the context holds %d tokens, the prompt has %d)", *maxTokens, room, ctxLen, len(prompt))}
-	default:
-		r.MaxTokens = *maxTokens
+// f32 is an optional float parameter as the sampler takes it (def when
+// absent), NaN and infinities refused here (JSON has none, but a huge
+// number overflows float32). Its range is sample.Params.Validate's.
+func f32(param string, v *float64, def float32) (float32, error) {
+	if v == nil {
+		return def, nil
 	}
-	stops, err := stopStrings(p.Stop)
-	if err != nil {
-		return r, err
+	if !finite(*v) || math.Abs(*v) > math.MaxFloat32 {
+		return 0, badParam(param, "%v is not a finite number", *v)
 	}
-	if len(stops) > maxStopStrings {
-		return r, badParam("stop", "%d stop strings, at most %d", len(stops), maxStopStrings)
+	return float32(*v), nil
+}
+
+// buildRequest makes the scheduler request for prompt from p: the wire
+// checks of OpenAI's API (value shapes, its temperature and top_p
+// ranges) are here; every other bound is the scheduler's (Submit refuses
+// with a *scheduler.LimitError or a *sample.ParamError naming the field,
+// which apiErrorOf maps). maxTokens is the request's max_tokens (nil:
+// defaultMax, 0 meaning the scheduler's default). Sampling.Seed is the
+// request's seed (random when absent); run offsets it per choice.
+func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int, lp logprobSpec) (scheduler.Request, error) {
+	var sp sample.Params
+	var err error
+	// OpenAI's defaults: temperature 1, top_p 1; the rest off.
+	if sp.Temperature, err = f32("temperature", p.Temperature, 1); err != nil {
+		return scheduler.Request{}, err
 	}
-	for _, s := range stops {
-		if !utf8.ValidString(s) || s == "" || len(s) > maxStopStringLen {
-			return r, badParam("stop", "stop strings must be valid UTF-8 of 1 to %d bytes", maxStopStringLen)
+	if sp.Temperature > maxTemperature {
+		return scheduler.Request{}, badParam("temperature", "%v must be in [0, %d]", sp.Temperature, maxTemperature)
+	}
+	if sp.TopP, err = f32("top_p", p.TopP, 1); err != nil {
+		return scheduler.Request{}, err
+	}
+	if p.TopP != nil && *p.TopP == 0 {
+		return scheduler.Request{}, badParam("top_p", "0 must be in (0, 1]")
+	}
+	if sp.MinP, err = f32("min_p", p.MinP, 0); err != nil {
+		return scheduler.Request{}, err
+	}
+	if sp.PresencePenalty, err = f32("presence_penalty", p.PresencePenalty, 0); err != nil {
+		return scheduler.Request{}, err
+	}
+	if sp.FrequencyPenalty, err = f32("frequency_penalty", p.FrequencyPenalty, 0); err != nil {
+		return scheduler.Request{}, err
+	}
+	if sp.RepetitionPenalty, err = f32("repetition_penalty", p.RepetitionPenalty, 1); err != nil {
+		return scheduler.Request{}, err
+	}
+	if p.TopK != nil && *p.TopK != -1 { // -1: off, as in vLLM
+		sp.TopK = *p.TopK
+	}
+	sp.Logprobs, sp.TopLogprobs = lp.on, lp.top
+	o := frontdoor.Options{Sampling: sp, SeedSet: p.Seed != nil, MaxTokens: defaultMax,
+		StopTokenIDs: p.StopTokenIDs, IgnoreEOS: p.IgnoreEOS}
+	if p.Seed != nil {
+		o.Sampling.Seed = uint64(*p.Seed)
+	}
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return scheduler.Request{}, badParam("max_tokens", "%d must be >= 1", *maxTokens)
+		}
+		o.MaxTokens = *maxTokens
+	}
+	if p.MinTokens != nil {
+		o.MinTokens = *p.MinTokens
+	}
+	if o.StopStrings, err = stopStrings(p.Stop); err != nil {
+		return scheduler.Request{}, err
+	}
+	for _, s := range o.StopStrings {
+		if !utf8.ValidString(s) {
+			return scheduler.Request{}, badParam("stop", "not valid UTF-8")
 		}
 	}
-	r.StopStrings = stops
-	if len(p.StopTokenIDs) > maxStopTokenIDs {
-		return r, badParam("stop_token_ids", "%d ids, at most %d", len(p.StopTokenIDs), maxStopTokenIDs)
+	return h.door.Request(id, prompt, o), nil
+}
+
+// rngSeed is the seed of a sequence whose request gave none.
+func rngSeed() uint64 { return mrand.Uint64() }
+
+// choicesOf checks n (1 to maxN; absent: 1).
+func choicesOf(n *int) (int, error) {
+	if n == nil {
+		return 1, nil
 	}
-	for _, t := range p.StopTokenIDs {
-		if t < 0 || int(t) >= vocab {
-			return r, badParam("stop_token_ids", "token id %d outside the vocabulary [0, %d)", t, vocab)
-		}
+	if *n < 1 || *n > maxN {
+		return 0, badParam("n", "%d must be in [1, %d]", *n, maxN)
 	}
-	r.StopTokenIDs = p.StopTokenIDs
-	r.IgnoreEOS = p.IgnoreEOS
-	return r, nil
+	return *n, nil
 }
 
 // newID makes a response id with prefix ("cmpl-", "chatcmpl-").
@@ -255,37 +262,74 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	j, err := h.completionJob(r.Context(), &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.logUser(r, req.User)
+	h.run(w, r, j)
+}
+
+// completionJob validates and tokenizes a completions request.
+func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*job, error) {
 	if err := h.checkModel(req.Model); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	text, ids, err := promptOf(req.Prompt)
+	n, err := choicesOf(req.N)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	if text != "" {
-		if !utf8.ValidString(text) {
-			writeError(w, badParam("prompt", "not valid UTF-8"))
-			return
+	var lp logprobSpec
+	if req.Logprobs != nil {
+		// The sampler's top_logprobs range, checked here to name the
+		// completions API's own parameter.
+		if *req.Logprobs < 0 || *req.Logprobs > sample.MaxTopLogprobs {
+			return nil, badParam("logprobs", "%d must be in [0, %d]", *req.Logprobs, sample.MaxTopLogprobs)
 		}
-		if err := h.checkPromptBytes("prompt", len(text)); err != nil {
-			writeError(w, err)
-			return
-		}
-		// User text never becomes control tokens (parseSpecial false).
-		if err := h.tokenize(r.Context(), func() { ids = h.cfg.Tokenizer.Encode(text, true, false) }); err != nil {
-			writeError(w, err)
-			return
-		}
+		lp = logprobSpec{on: true, top: *req.Logprobs}
 	}
-	id := newID("cmpl-")
-	sr, err := h.buildRequest(id, ids, req.commonParams, req.MaxTokens, completionsDefaultMaxTokens)
+	prompts, err := promptsOf(req.Prompt)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	h.run(w, r, sr, req.commonParams, kindCompletion)
+	textBytes := 0
+	for _, p := range prompts {
+		if p.text != "" && !utf8.ValidString(p.text) {
+			return nil, badParam("prompt", "not valid UTF-8")
+		}
+		textBytes += len(p.text)
+	}
+	if err := h.door.CheckPromptBytes("prompt", textBytes); err != nil {
+		return nil, err
+	}
+	j := &job{id: newID("cmpl-"), kind: kindCompletion, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	for _, p := range prompts {
+		ids := p.ids
+		if p.text != "" {
+			// User text never becomes control tokens (parseSpecial false).
+			var err error
+			if ids, err = h.door.Encode(ctx, p.text, true, false); err != nil {
+				return nil, err
+			}
+		}
+		sr, err := h.buildRequest(j.id, ids, req.commonParams, req.MaxTokens, completionsDefaultMaxTokens, lp)
+		if err != nil {
+			return nil, err
+		}
+		jp := jobPrompt{req: sr}
+		if req.Echo {
+			jp.echo = p.text
+			if p.text == "" {
+				jp.echo = h.cfg.Tokenizer.Decode(ids)
+			}
+			if lp.on {
+				jp.echoIDs = ids
+			}
+		}
+		j.prompts = append(j.prompts, jp)
+	}
+	return j, nil
 }
 
 func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -294,42 +338,68 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := h.checkModel(req.Model); err != nil {
-		writeError(w, err)
-		return
-	}
-	if h.cfg.Chat == nil {
-		writeError(w, errNoChatTemplate)
-		return
-	}
-	prompt, err := h.chatPrompt(r.Context(), req.Messages)
+	j, err := h.chatJob(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	h.logUser(r, req.User)
+	h.run(w, r, j)
+}
+
+// chatJob validates, renders and tokenizes a chat request.
+func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
+	if err := h.checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	if h.cfg.Chat == nil {
+		return nil, errNoChatTemplate
+	}
+	n, err := choicesOf(req.N)
+	if err != nil {
+		return nil, err
+	}
+	lp := logprobSpec{on: req.Logprobs}
+	if req.TopLogprobs != nil {
+		// Its range is the sampler's (Submit checks it).
+		if !req.Logprobs && *req.TopLogprobs > 0 {
+			return nil, badParam("top_logprobs", "needs logprobs: true")
+		}
+		lp.top = *req.TopLogprobs
+	}
+	prompt, err := h.chatPrompt(ctx, req.Messages)
+	if err != nil {
+		return nil, err
 	}
 	maxTokens := req.MaxCompletionTokens
 	if maxTokens == nil {
 		maxTokens = req.MaxTokens
 	}
-	id := newID("chatcmpl-")
-	sr, err := h.buildRequest(id, prompt, req.commonParams, maxTokens, h.cfg.ContextLen)
+	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	sr, err := h.buildRequest(j.id, prompt, req.commonParams, maxTokens, 0, lp)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	h.run(w, r, sr, req.commonParams, kindChat)
+	j.prompts = []jobPrompt{{req: sr}}
+	return j, nil
 }
 
-// chatPrompt checks, renders and tokenizes msgs. Message contents are
-// tokenized as plain text (they never produce control tokens); only the
-// template's own text does. The contents, then the rendered prompt, are
-// bounded in bytes before tokenizing.
+// logUser logs the request's user field (it decides nothing).
+func (h *Handler) logUser(r *http.Request, user string) {
+	if user != "" {
+		h.cfg.Logger.InfoContext(r.Context(), "openai request", "user", user)
+	}
+}
+
+// chatPrompt checks the messages' wire shape and builds the prompt
+// (frontdoor.ChatPrompt: contents tokenized as plain text, never control
+// tokens; bytes bounded before tokenizing; a prompt over the context
+// refused).
 func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
 	msgs := make([]chat.Message, len(in))
-	n := 0
 	for i, m := range in {
 		switch m.Role {
 		case "system", "user", "assistant":
@@ -345,33 +415,10 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, er
 		if !utf8.ValidString(c) {
 			return nil, badParam(fmt.Sprintf("messages[%d].content", i), "not valid UTF-8")
 		}
-		n += len(c)
 		msgs[i] = chat.Message{Role: m.Role, Content: c}
 	}
-	if err := h.checkPromptBytes("messages", n); err != nil {
-		return nil, err
-	}
-	parts, err := h.cfg.Chat.RenderSegments(msgs, true)
-	if err != nil {
-		return nil, badParam("messages", "the chat template: %v", err)
-	}
-	segs := make([]tokenizer.Segment, len(parts))
-	rendered := 0
-	for i, p := range parts {
-		segs[i] = tokenizer.Segment{Text: p.Text, ParseSpecial: !p.Content}
-		rendered += len(p.Text)
-	}
-	if err := h.checkPromptBytes("messages", rendered); err != nil {
-		return nil, err
-	}
-	var prompt []int32
-	if err := h.tokenize(ctx, func() { prompt = h.cfg.Tokenizer.EncodeSegments(segs, false) }); err != nil {
-		return nil, err
-	}
-	if bt, ok := h.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
-		prompt = append([]int32{bt.BOS()}, prompt...)
-	}
-	return prompt, nil
+	_, prompt, err := h.door.ChatPrompt(ctx, msgs, 0, frontdoor.Reject)
+	return prompt, err
 }
 
 // LoadingHandler answers while the model loads: /health 503, every other

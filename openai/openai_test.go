@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
@@ -51,11 +52,12 @@ type fixture struct {
 	model  string
 	gate   chan struct{}
 	finals chan *scheduler.Final
+	reg    *prometheus.Registry
 }
 
 // newFixture serves stories260K on the CPU runtime through httptest; with
 // gated, the model waits on f.gate before every step but the first.
-func newFixture(t *testing.T, gated bool) *fixture {
+func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
 	t.Helper()
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -70,7 +72,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	kv := b.KV()
 	ctxLen := min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize)
 	gm := &gatedModel{m: runtime.NewEngine(b, m.HP.VocabSize)}
-	f := &fixture{model: m.Name, finals: make(chan *scheduler.Final, 16)}
+	f := &fixture{model: m.Name, finals: make(chan *scheduler.Final, 64), reg: prometheus.NewRegistry()}
 	if gated {
 		f.gate = make(chan struct{})
 		gm.gate = f.gate
@@ -91,11 +93,20 @@ func newFixture(t *testing.T, gated bool) *fixture {
 		sched.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
-	f.h, err = New(Config{
-		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelName: m.Name,
-		ContextLen: ctxLen, VocabSize: m.HP.VocabSize, AuthToken: testToken,
-		onFinal: func(_ string, fin *scheduler.Final) { f.finals <- fin },
-	})
+	cfg := Config{
+		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{m.Name},
+		AuthToken: testToken, Registry: f.reg,
+		onFinal: func(_ string, fin *scheduler.Final) {
+			select { // tests that read finals read them all; others let them go
+			case f.finals <- fin:
+			default:
+			}
+		},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.h, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,24 +14,36 @@ type streamOptions struct {
 // commonParams are the parameters completions and chat share. Pointers
 // tell "absent" from zero. Unknown fields are ignored, like OpenAI does.
 type commonParams struct {
-	Model         string          `json:"model"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Temperature   *float64        `json:"temperature"`
-	TopP          *float64        `json:"top_p"`
-	TopK          *int            `json:"top_k"`
-	MinP          *float64        `json:"min_p"`
-	Seed          *int64          `json:"seed"`
-	Stop          json.RawMessage `json:"stop"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *streamOptions  `json:"stream_options"`
-	IgnoreEOS     bool            `json:"ignore_eos"`
-	StopTokenIDs  []int32         `json:"stop_token_ids"`
-	N             *int            `json:"n"`
+	Model             string          `json:"model"`
+	MaxTokens         *int            `json:"max_tokens"`
+	Temperature       *float64        `json:"temperature"`
+	TopP              *float64        `json:"top_p"`
+	TopK              *int            `json:"top_k"`
+	MinP              *float64        `json:"min_p"`
+	Seed              *int64          `json:"seed"`
+	Stop              json.RawMessage `json:"stop"`
+	Stream            bool            `json:"stream"`
+	StreamOptions     *streamOptions  `json:"stream_options"`
+	IgnoreEOS         bool            `json:"ignore_eos"`
+	StopTokenIDs      []int32         `json:"stop_token_ids"`
+	N                 *int            `json:"n"`
+	PresencePenalty   *float64        `json:"presence_penalty"`
+	FrequencyPenalty  *float64        `json:"frequency_penalty"`
+	RepetitionPenalty *float64        `json:"repetition_penalty"`
+	MinTokens         *int            `json:"min_tokens"`
+	// User is the caller's end-user id: logged with the request, never
+	// used to decide anything.
+	User string `json:"user"`
 }
 
 type completionRequest struct {
 	commonParams
 	Prompt json.RawMessage `json:"prompt"`
+	// Logprobs is the number of most likely tokens reported per position
+	// (0: only the chosen token's logprob), as in OpenAI's legacy API.
+	Logprobs *int `json:"logprobs"`
+	// Echo prepends the prompt to each choice's text.
+	Echo bool `json:"echo"`
 }
 
 type chatMessage struct {
@@ -43,6 +55,8 @@ type chatRequest struct {
 	commonParams
 	Messages            []chatMessage `json:"messages"`
 	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	Logprobs            bool          `json:"logprobs"`
+	TopLogprobs         *int          `json:"top_logprobs"`
 }
 
 // stopStrings decodes stop: null, a string or an array of strings.
@@ -61,32 +75,55 @@ func stopStrings(raw json.RawMessage) ([]string, error) {
 	return many, nil
 }
 
-// promptOf decodes a completion prompt: a string, an array of one string,
-// or an array of token ids. Exactly one of text and ids is set.
-func promptOf(raw json.RawMessage) (text string, ids []int32, err error) {
+// promptIn is one completion prompt: text or token ids (exactly one set).
+type promptIn struct {
+	text string
+	ids  []int32
+}
+
+// maxPrompts bounds the prompts of one completions request.
+const maxPrompts = 8
+
+// promptsOf decodes a completion prompt: a string, an array of strings,
+// an array of token ids or an array of arrays of token ids. Each prompt
+// becomes its own choices (index = prompt index * n + choice).
+func promptsOf(raw json.RawMessage) ([]promptIn, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil, badParam("prompt", "required")
+		return nil, badParam("prompt", "required")
 	}
-	if err := json.Unmarshal(raw, &text); err == nil {
-		if text == "" {
-			return "", nil, badParam("prompt", "empty prompt")
-		}
-		return text, nil, nil
-	}
+	var out []promptIn
+	var text string
 	var strs []string
-	if err := json.Unmarshal(raw, &strs); err == nil {
-		if len(strs) != 1 || strs[0] == "" {
-			return "", nil, badParam("prompt", "an array of strings must hold exactly one non-empty prompt (batched prompts are not supported)")
+	var ids []int32
+	var idss [][]int32
+	switch {
+	case json.Unmarshal(raw, &text) == nil:
+		out = []promptIn{{text: text}}
+	case json.Unmarshal(raw, &ids) == nil:
+		out = []promptIn{{ids: ids}}
+	case json.Unmarshal(raw, &strs) == nil:
+		for _, s := range strs {
+			out = append(out, promptIn{text: s})
 		}
-		return strs[0], nil, nil
-	}
-	if err := json.Unmarshal(raw, &ids); err == nil {
-		if len(ids) == 0 {
-			return "", nil, badParam("prompt", "empty prompt")
+	case json.Unmarshal(raw, &idss) == nil:
+		for _, p := range idss {
+			out = append(out, promptIn{ids: p})
 		}
-		return "", ids, nil
+	default:
+		return nil, badParam("prompt", "want a string, an array of strings, an array of token ids or an array of arrays of token ids")
 	}
-	return "", nil, badParam("prompt", "want a string, an array of one string or an array of token ids")
+	if len(out) == 0 || len(out) > maxPrompts {
+		return nil, badParam("prompt", "%d prompts; want 1 to %d", len(out), maxPrompts)
+	}
+	for i, p := range out {
+		if p.text == "" && len(p.ids) == 0 {
+			if len(out) == 1 {
+				return nil, badParam("prompt", "empty prompt")
+			}
+			return nil, badParam("prompt", "prompt %d is empty", i)
+		}
+	}
+	return out, nil
 }
 
 // contentOf decodes a message's content: a string or an array of text
@@ -119,17 +156,32 @@ func contentOf(i int, raw json.RawMessage) (string, error) {
 
 // Responses.
 
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// completionLogprobs is a completion choice's logprobs (OpenAI's legacy
+// shape). Echoed prompt tokens have null token_logprobs and top_logprobs:
+// the model computes logits for the last prompt position only.
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*float64           `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
 }
 
 type completionChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 type completionResponse struct {
@@ -146,12 +198,29 @@ type chatOut struct {
 	Content string `json:"content"`
 }
 
+// chatTopLogprob is one alternative at a position; Bytes are the token's
+// exact bytes (its Token text may have lost some to UTF-8 replacement).
+type chatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatTokenLogprob struct {
+	chatTopLogprob
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
 type chatChoice struct {
-	Index        int       `json:"index"`
-	Message      *chatOut  `json:"message,omitempty"`
-	Delta        *chatOut  `json:"delta,omitempty"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Message      *chatOut      `json:"message,omitempty"`
+	Delta        *chatOut      `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type chatResponse struct {

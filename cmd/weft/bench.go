@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,7 @@ func init() {
 }
 
 const benchUsage = `usage: weft bench --addr HOST:PORT [flags]
+       weft bench --protocol openai --url http://HOST:PORT [flags]
        weft bench --compare A.json,B.json [--format json]
 
 Sends generation requests to a weft server (or to several, balanced on the
@@ -74,6 +76,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	waitReady := fs.Duration("wait-ready", 0, "retry GetModelInfo this long until the server answers before starting")
 	sweep := fs.String("sweep-rates", "", "R1,R2,...: run the workload open-loop once per rate and print one line each (a request-rate sweep)")
 	compare := fs.String("compare", "", "A.json,B.json: print the ratios of two saved json results instead of running")
+	protocol := fs.String("protocol", "grpc", "grpc (weft's InferenceService at --addr) or openai (streamed /v1/completions of any OpenAI-compatible server at --url; tokens counted from usage)")
+	url := fs.String("url", "http://127.0.0.1:8080", "--protocol openai: the server's base `URL` (the API is under URL/v1)")
+	model := fs.String("model", "", "--protocol openai: model id to send (default: the first of /v1/models)")
+	textPrompts := fs.Bool("text-prompts", false, "send prompts as text words, as --protocol openai does, instead of token ids (compares the two doors on the same work)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,9 +95,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *protocol != "grpc" && *protocol != "openai" {
+		return fmt.Errorf("--protocol must be grpc or openai, got %q", *protocol)
+	}
 	cfg := bench.Config{
 		Concurrency: *concurrency, Rate: *rate, Burstiness: *burstiness,
-		Warmup: *warmup, Seed: *seed, IgnoreEOS: *ignoreEOS,
+		Warmup: *warmup, Seed: *seed, IgnoreEOS: *ignoreEOS, TextPrompts: *textPrompts,
 		SLO: bench.SLO{TTFT: *sloTTFT, TPOT: *sloTPOT},
 	}
 	if *rate == 0 && *concurrency == 0 {
@@ -136,6 +145,27 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Progress = stderr
 	}
 
+	if *protocol == "openai" {
+		if *targets != "" || *sweep != "" || *waitReady > 0 {
+			return errors.New("--protocol openai: --targets, --sweep-rates and --wait-ready are gRPC-only")
+		}
+		oc := bench.OpenAIConfig{URL: *url, Model: *model}
+		if oc.Token, err = cf.token(); err != nil {
+			return err
+		}
+		tcfg, err := cf.tlsConfig()
+		if err != nil {
+			return err
+		}
+		if tcfg != nil {
+			oc.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg}}
+		}
+		res, err := bench.RunOpenAI(ctx, oc, cfg)
+		if err != nil {
+			return err
+		}
+		return writeBenchResult(&res, *plotFile, *format, stdout)
+	}
 	dest := []string{cf.Addr}
 	if *targets != "" {
 		dest = strings.Split(*targets, ",")
@@ -168,12 +198,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *plotFile != "" {
-		if err := bench.WritePlot(*plotFile, &res); err != nil {
+	return writeBenchResult(&res, *plotFile, *format, stdout)
+}
+
+// writeBenchResult writes the plot (if asked), the table or json, and
+// returns the result's error (failed requests).
+func writeBenchResult(res *bench.Result, plotFile, format string, stdout io.Writer) error {
+	if plotFile != "" {
+		if err := bench.WritePlot(plotFile, res); err != nil {
 			return err
 		}
 	}
-	if *format == "json" {
+	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {

@@ -157,6 +157,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--workload", "nope"},
 		{"--compare", "only-one.json"},
 		{"extra"},
+		{"--protocol", "rest"},
+		{"--protocol", "openai", "--targets", "a:1,b:2"},
+		{"--protocol", "openai", "--url", "http://127.0.0.1:1", "--requests", "1", "--warmup", "0"},
 	} {
 		var out, errb bytes.Buffer
 		if err := runBench(t.Context(), args, &out, &errb); err == nil {

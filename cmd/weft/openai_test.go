@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,9 +28,10 @@ import (
 )
 
 // TestServeHTTPGreedyMatchesGenerate: serve with --http-addr answers
-// /v1/completions at temperature 0 with the same text as gRPC Generate
-// (greedy) for the same prompt, on stories260K; after shutdown, serve
-// returns nil and the HTTP port is closed.
+// /v1/completions at temperature 0 with the same tokens and text as gRPC
+// Generate (greedy) and as `weft generate` for the same prompt, on
+// stories260K (F32); after shutdown, serve returns nil and the HTTP port
+// is closed.
 func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -77,6 +81,7 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want strings.Builder
+	var wantIDs []int32
 	for {
 		r, err := s.Recv()
 		if err == io.EOF {
@@ -86,6 +91,30 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 			t.Fatal(err)
 		}
 		want.WriteString(r.GetChunk().GetText())
+		wantIDs = append(wantIDs, r.GetChunk().GetTokenIds()...)
+	}
+	var wantPieces []string
+	for _, id := range wantIDs {
+		wantPieces = append(wantPieces, string(m.Tok.TokenBytes(id)))
+	}
+
+	// weft generate (its own engine, no scheduler) picks the same tokens;
+	// it stops at end-of-generation, so it may give a prefix of them.
+	var gen bytes.Buffer
+	if err := generateCmd(ctx, []string{"--model", shareddata.Path(t, "models/stories260K.gguf"), "--prompt", prompt,
+		"--max-tokens", strconv.Itoa(n), "--temperature", "0", "--kv-type", "f32", "--format", "json"}, &gen, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var genRes generateResult
+	if err := json.Unmarshal(gen.Bytes(), &genRes); err != nil {
+		t.Fatal(err)
+	}
+	if len(genRes.TokenIDs) == 0 || len(genRes.TokenIDs) > len(wantIDs) {
+		t.Fatalf("weft generate gave %d tokens, Generate %d", len(genRes.TokenIDs), len(wantIDs))
+	}
+	t.Logf("weft generate: %d of %d tokens (%s)", len(genRes.TokenIDs), len(wantIDs), genRes.FinishReason)
+	if diff := cmp.Diff(wantIDs[:len(genRes.TokenIDs)], genRes.TokenIDs); diff != "" {
+		t.Errorf("weft generate token ids (-Generate +generate):\n%s", diff)
 	}
 
 	client := oai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
@@ -96,6 +125,7 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 		Temperature: oai.Float(0),
 	}
 	params.SetExtraFields(map[string]any{"ignore_eos": true})
+	params.Logprobs = oai.Int(0) // lists the tokens
 	got, err := client.Completions.New(ctx, params)
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +135,9 @@ func TestServeHTTPGreedyMatchesGenerate(t *testing.T) {
 	}
 	if diff := cmp.Diff(want.String(), got.Choices[0].Text); diff != "" {
 		t.Errorf("/v1/completions text (-Generate +HTTP):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantPieces, got.Choices[0].Logprobs.Tokens); diff != "" {
+		t.Errorf("/v1/completions tokens (-Generate +HTTP):\n%s", diff)
 	}
 
 	resp, err := http.Get(base + "/health")
@@ -258,5 +291,23 @@ func TestServeHTTPTLSAndAuth(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve returned %v", err)
+	}
+}
+
+// TestServedModelNameFlag: --served-model-name is repeatable and takes
+// comma lists; without it the HTTP API serves the model's own name.
+func TestServedModelNameFlag(t *testing.T) {
+	c, err := parseServeFlags([]string{"--served-model-name", "a, b", "--served-model-name", "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, servedNames(c.ServedNames, "gguf-name")); diff != "" {
+		t.Errorf("served names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"gguf-name"}, servedNames(nil, "gguf-name")); diff != "" {
+		t.Errorf("default served names (-want +got):\n%s", diff)
+	}
+	if _, err := parseServeFlags([]string{"--served-model-name", "a,,b"}); err == nil {
+		t.Error("an empty id was accepted")
 	}
 }

@@ -40,6 +40,7 @@ type serveConfig struct {
 	Addr           string        // gRPC listen address
 	MetricsAddr    string        // Prometheus /metrics address; "" disables
 	HTTPAddr       string        // OpenAI-compatible HTTP API address; "" disables
+	ServedNames    []string      // model ids the HTTP API serves (empty: the model's name)
 	Backend        string        // auto, cpu or cuda
 	Batching       string        // continuous or static
 	MaxSeqs        int           // running sequences per batch
@@ -131,6 +132,15 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.StringVar(&c.Model, "model", "", "GGUF model `path` (empty: the built-in random-weight model)")
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:50051", "gRPC listen `host:port`")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "OpenAI-compatible HTTP API `host:port` (same TLS and auth token as gRPC; empty: off)")
+	fs.Func("served-model-name", "model `id` the OpenAI HTTP API serves instead of the model's name (repeatable or comma-separated)", func(v string) error {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				return errors.New("empty model id")
+			}
+			c.ServedNames = append(c.ServedNames, n)
+		}
+		return nil
+	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "Prometheus /metrics `host:port` (empty: off)")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto, cpu or cuda")
 	fs.StringVar(&c.Batching, "batching", scheduler.BatchingContinuous, "continuous or static")
@@ -351,11 +361,10 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			Scheduler:      sched,
 			Tokenizer:      m.Tok,
 			Chat:           cc.Template,
-			ModelName:      m.Name,
-			ContextLen:     ctxLen,
-			VocabSize:      m.HP.VocabSize,
+			ModelNames:     servedNames(c.ServedNames, m.Name),
 			AuthToken:      c.AuthToken,
 			MaxPromptBytes: int(c.MaxPromptBytes),
+			Registry:       reg,
 			Logger:         log,
 		})
 		if err != nil {
@@ -703,6 +712,15 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 	d := base
 	d.Model, d.Backend, d.BackendWhy = m, b, why
 	return serve(ctx, c, d, shared.view(true), mlis, ready)
+}
+
+// servedNames are the model ids the HTTP API answers to: the
+// --served-model-name ids when given, else the model's own name.
+func servedNames(flagged []string, name string) []string {
+	if len(flagged) > 0 {
+		return flagged
+	}
+	return []string{name}
 }
 
 // startLoadingHTTP serves openai.LoadingHandler on lis until stop, which
