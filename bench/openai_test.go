@@ -11,7 +11,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
-	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -24,7 +24,7 @@ func serveOpenAI(t *testing.T) (url, model string, sched *scheduler.Scheduler) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	b, err := m.NewCPUBackend(llama.CPUConfig{BlockSize: 16, KVType: "f32", NumBlocks: 256})
+	b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", NumBlocks: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
