@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+
+	"github.com/weft-inference/weft/runtime/batch"
 )
 
 // Config says where to find the GPU libraries and which device to use.
@@ -28,7 +30,8 @@ func (c *Config) validate() error {
 
 // KVConfig shapes the backend's KV pool and activation workspace.
 type KVConfig struct {
-	// BlockSize is the number of token positions per KV block; 0 means 16.
+	// BlockSize is the number of token positions per KV block; 0 means
+	// batch.DefaultBlockSize.
 	BlockSize int
 	// NumBlocks is the number of KV blocks; 0 sizes the pool from free
 	// device memory with gpumem.BlocksForGPU and Utilization.
@@ -47,7 +50,7 @@ type KVConfig struct {
 
 func (c *KVConfig) validate() error {
 	if c.BlockSize == 0 {
-		c.BlockSize = 16
+		c.BlockSize = batch.DefaultBlockSize
 	}
 	if c.MaxBatchTokens == 0 {
 		c.MaxBatchTokens = 2048

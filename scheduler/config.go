@@ -118,15 +118,10 @@ func (c *Config) validate() error {
 	if c.NumBlocks <= 0 {
 		return bad("NumBlocks %d must be > 0", c.NumBlocks)
 	}
-	if c.MaxSeqs == 0 {
-		c.MaxSeqs = DefaultMaxSeqs
-	}
 	if c.MaxSeqs < 0 {
 		return bad("MaxSeqs %d must be > 0", c.MaxSeqs)
 	}
-	if c.MaxBatchTokens == 0 {
-		c.MaxBatchTokens = max(DefaultMaxBatchTokens, c.MaxSeqs)
-	}
+	c.MaxSeqs, c.MaxBatchTokens = BatchShape(c.MaxSeqs, c.MaxBatchTokens)
 	if c.MaxBatchTokens < 0 {
 		return bad("MaxBatchTokens %d must be > 0", c.MaxBatchTokens)
 	}

@@ -204,3 +204,19 @@ func (l Limits) check(r Request) error {
 	}
 	return nil
 }
+
+// BatchShape fills the defaults of a step's shape: maxSeqs 0 means
+// DefaultMaxSeqs, maxBatchTokens 0 means DefaultMaxBatchTokens or maxSeqs
+// if larger (every running sequence can decode in one step). Negative
+// values are returned unchanged for the caller's validation to refuse.
+// Config.validate applies it, and a backend that sizes its step buffers is
+// given the same result.
+func BatchShape(maxSeqs, maxBatchTokens int) (int, int) {
+	if maxSeqs == 0 {
+		maxSeqs = DefaultMaxSeqs
+	}
+	if maxBatchTokens == 0 {
+		maxBatchTokens = max(DefaultMaxBatchTokens, maxSeqs)
+	}
+	return maxSeqs, maxBatchTokens
+}

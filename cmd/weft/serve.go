@@ -85,6 +85,9 @@ func (c *serveConfig) validate() error {
 	if c.MaxSeqs < 0 || c.BatchSize < 0 || c.MaxBatchTokens < 0 || c.MaxWaiting < 0 || c.KVMemory < 0 || c.MaxPromptBytes < 0 {
 		return errors.New("sizes must be >= 0 (0: default)")
 	}
+	// The backend sizes its step buffers for the batch the scheduler will
+	// plan, so both get the same resolved shape.
+	c.MaxSeqs, c.MaxBatchTokens = scheduler.BatchShape(c.MaxSeqs, c.MaxBatchTokens)
 	return nil
 }
 

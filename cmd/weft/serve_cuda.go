@@ -21,7 +21,7 @@ import (
 func init() { newCUDABackend = openCUDABackend }
 
 // cudaBlockSize is the KV block size on the GPU (positions per block).
-const cudaBlockSize = 16
+const cudaBlockSize = batch.DefaultBlockSize
 
 func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.Backend, error) {
 	dev, err := cuda.Open(cuda.Config{Device: o.Device})

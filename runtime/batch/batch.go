@@ -55,6 +55,12 @@ type Backend interface {
 	Close() error
 }
 
+// DefaultBlockSize is the number of token positions per KV block that
+// every backend uses unless told otherwise: 16, a multiple of the
+// attention kernels' tile and small enough that a prefix-cache hit or a
+// preemption loses at most 15 positions.
+const DefaultBlockSize = 16
+
 // KVInfo describes a backend's paged KV pool.
 type KVInfo struct {
 	// BlockSize is the number of token positions per block.

@@ -14,7 +14,7 @@ import (
 // Pool sizing defaults.
 const (
 	// DefaultBlockSize is the number of token positions per KV block.
-	DefaultBlockSize = 16
+	DefaultBlockSize = batch.DefaultBlockSize
 	// RAMFraction is the share of RAM that weights and KV may take together
 	// when the pool is sized from RAM (PoolConfig.KVMemory 0).
 	RAMFraction = 0.5
