@@ -137,6 +137,13 @@ func (oc *OpenAIConfig) send(ctx context.Context, cfg *Config, s Spec, t0 time.T
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", fmt.Sprintf("bench-%d", s.Index))
+	// An Idempotency-Key makes net/http resend the request on a fresh
+	// connection when the server closed the pooled one before reading it
+	// (llama-server drops idle keep-alive connections); without it a POST
+	// that met a closing connection fails the run. The transport retries
+	// only when the pooled connection was closed before any response came,
+	// so no completion is counted twice.
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", s.Index))
 	resp, err := oc.do(req)
 	if err != nil {
 		return fail(err)
