@@ -49,8 +49,8 @@ const (
 // byteSet is a set of bytes.
 type byteSet [4]uint64
 
-func (s *byteSet) add(b byte)          { s[b>>6] |= 1 << (b & 63) }
-func (s *byteSet) has(b byte) bool     { return s[b>>6]&(1<<(b&63)) != 0 }
+func (s *byteSet) add(b byte)      { s[b>>6] |= 1 << (b & 63) }
+func (s *byteSet) has(b byte) bool { return s[b>>6]&(1<<(b&63)) != 0 }
 func (s *byteSet) addRange(lo, hi byte) {
 	for c := int(lo); c <= int(hi); c++ {
 		s.add(byte(c))

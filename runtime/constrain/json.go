@@ -114,7 +114,7 @@ func encodeJSON(buf *bytes.Buffer, v any) {
 	default:
 		e := json.NewEncoder(buf)
 		e.SetEscapeHTML(false)
-		_ = e.Encode(v) // strings, bools and null always encode
+		_ = e.Encode(v)             // strings, bools and null always encode
 		buf.Truncate(buf.Len() - 1) // Encode's newline
 	}
 }
