@@ -33,6 +33,7 @@ type genOptions interface {
 	GetSampling() *inferencev1.SamplingParams
 	GetStopping() *inferencev1.StoppingCriteria
 	GetLogprobs() *inferencev1.LogprobOptions
+	GetResponseFormat() *inferencev1.ResponseFormat
 }
 
 // buildRequest validates the options and makes the scheduler request for
@@ -133,6 +134,11 @@ func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority 
 	r.StopTokenIDs = st.GetStopTokenIds()
 	r.IgnoreEOS = st.GetIgnoreEos()
 	r.IncludeStopString = st.GetIncludeStopString()
+	c, err := s.responseFormat(o.GetResponseFormat())
+	if err != nil {
+		return r, err
+	}
+	r.Sampling.Constraint = c
 	return r, nil
 }
 

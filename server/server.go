@@ -39,6 +39,7 @@ type Server struct {
 	metrics *metrics
 	tokSem  chan struct{} // one slot per tokenization in progress (Config.TokenizeConcurrency)
 	load    *loadReporter // ORCA reports; also each Chat turn's LoadReport
+	formats formatCache   // compiled response formats (format.go)
 	// draining is set by BeginDrain: every RPC but health is refused
 	// with UNAVAILABLE / DRAINING.
 	draining atomic.Bool
