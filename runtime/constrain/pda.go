@@ -6,7 +6,8 @@ import (
 )
 
 // frame is one level of a parse stack: pos is the position in Grammar.elems
-// where this level continues, next the level below (nil at the bottom).
+// where this level continues, next the level below (nil at the bottom),
+// depth the number of levels down to the bottom, this one included.
 // Frames are immutable and shared between stacks.
 type frame struct {
 	pos   int32
@@ -33,9 +34,8 @@ func (s State) Accepting() bool { return s.accept }
 func (g *Grammar) Start() State {
 	var e expander
 	e.g = g
-	e.expand(&frame{pos: g.alts[g.root][0]})
-	for _, p := range g.alts[g.root][1:] {
-		e.expand(&frame{pos: p})
+	for _, p := range g.alts[g.root] {
+		e.expand(&frame{pos: p, depth: 1})
 	}
 	return e.state()
 }
@@ -70,15 +70,26 @@ func (e *expander) expand(f *frame) {
 			}
 			f = f.next
 		case kRule:
-			if f.depth >= MaxStackDepth {
+			// The continuation is the element after the reference; when
+			// that ends the alternative, the frame below continues
+			// directly (a tail call), so repetitions (R ::= x R | ε) run
+			// in constant stack depth.
+			cont := f.next
+			if e.g.elems[f.pos+1].kind != kEnd {
+				cont = &frame{pos: f.pos + 1, depth: f.depth, next: f.next}
+			}
+			d := int32(1)
+			if cont != nil {
+				d = cont.depth + 1
+			}
+			if d > MaxStackDepth {
 				return
 			}
-			cont := &frame{pos: f.pos + 1, depth: f.depth, next: f.next}
 			alts := e.g.alts[el.arg]
 			for _, p := range alts[1:] {
-				e.expand(&frame{pos: p, depth: f.depth + 1, next: cont})
+				e.expand(&frame{pos: p, depth: d, next: cont})
 			}
-			f = &frame{pos: alts[0], depth: f.depth + 1, next: cont}
+			f = &frame{pos: alts[0], depth: d, next: cont}
 		}
 	}
 }
