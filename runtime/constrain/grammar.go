@@ -149,6 +149,14 @@ func (b *builder) repeat(seq []item, lo, hi int) []item {
 		}
 		return nil
 	}
+	// Check the size before building: the copies are inlined.
+	if (len(seq)+1)*max(lo, hi, 1) > MaxItems-b.size {
+		if b.err == nil {
+			b.err = tooLargef("the compiled grammar exceeds %d elements", MaxItems)
+		}
+		return nil
+	}
+	b.size += len(seq) * lo // the inlined copies
 	var out []item
 	for i := 0; i < lo; i++ {
 		out = append(out, seq...)
