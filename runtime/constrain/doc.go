@@ -37,7 +37,9 @@
 // schema never adds any; the output is still valid). Strings may hold any
 // code point except controls unescaped, and escapes \" \\ \/ \b \f \n \r
 // \t and \uXXXX outside the surrogates, so minLength/maxLength count code
-// points exactly. Numbers have an exponent of at most two digits.
+// points exactly. Integers and the integer part and fraction of numbers
+// have at most 16 digits (every integer up to 2^53; a small model that
+// keeps writing zeros still ends its number), exponents at most two.
 //
 // # JSON Schema subset
 //
@@ -55,7 +57,7 @@
 // schema without type or keywords any value.
 //
 // Bounds: integer bounds are exact (the output is every integer in the
-// range, as a digit automaton). Numbers with bounds are an integer in
+// range, as a digit automaton; a range open above stops at 16 digits). Numbers with bounds are an integer in
 // range, or n.f with a non-zero fraction where the whole interval (n, n+1)
 // (or (-k-1, -k) for a negative integer part) lies within the bounds: a
 // subset of the values in range, never a value outside. Bounds must lie

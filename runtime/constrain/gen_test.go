@@ -274,3 +274,34 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay: a sequence rebuilt from its tokens (a resumed, re-prefilled
+// sequence replaying its output through Accept) reaches the same state and
+// mask as the original.
+func TestReplay(t *testing.T) {
+	tv := loadVocab(t, "llama-32k", "vocab/ggml-vocab-llama-spm.gguf")
+	g, err := CompileJSONSchema(schemaByName(t, "object-nested"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := trace(t, tv, g, 3)
+	c := NewConstraint(g, tv.v, tv.pieces)
+	orig := c.Start()
+	for i, tok := range toks {
+		if err := orig.Accept(tok); err != nil {
+			t.Fatal(err)
+		}
+		replay := NewConstraint(g, tv.v, tv.pieces).Start()
+		for _, p := range toks[:i+1] {
+			if err := replay.Accept(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if orig.State().key() != replay.State().key() {
+			t.Fatalf("token %d: replayed state differs", i)
+		}
+		if d := diffMask(bits(orig.Allowed(), tv.v.Size()), bits(replay.Allowed(), tv.v.Size()), tv.pieces); d != "" {
+			t.Fatalf("token %d: replayed mask differs: %s", i, d)
+		}
+	}
+}

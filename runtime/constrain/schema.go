@@ -381,6 +381,12 @@ func (c *schemaCompiler) stringSchema(s *object, path string) ([]item, error) {
 	return cat(lit(`"`), seq, lit(`"`)), nil
 }
 
+// maxDigits bounds the digits of an integer without an upper bound, and of
+// the integer part and the fraction of a number: 16 digits hold every
+// integer up to 2^53, and a model that keeps writing zeros (small models
+// do) still ends its number.
+const maxDigits = 16
+
 // maxBound is the largest magnitude of a numeric bound (beyond it float64
 // no longer holds every integer).
 const maxBound = 1 << 53
@@ -440,7 +446,7 @@ func (c *schemaCompiler) numberSchema(s *object, path string, integer bool) ([]i
 		// Non-integers n.f with a non-zero fraction f: for n >= 0 the value
 		// lies in (n, n+1), for n < 0 (written -k) in (-k-1, -k); keep the
 		// integer parts whose whole interval is within the bounds.
-		frac := cat(lit("."), c.b.star(digits('0', '9')), digits('1', '9'))
+		frac := cat(lit("."), c.b.repeat(digits('0', '9'), 0, maxDigits-1), digits('1', '9'))
 		if pl, ph := math.Max(0, math.Ceil(lo)), math.Floor(hi)-1; pl <= ph {
 			alts = append(alts, cat(c.intRange(pl, ph), frac))
 		}
@@ -485,7 +491,9 @@ func (c *schemaCompiler) uintRange(lo uint64, hi float64) []item {
 	if math.IsInf(hi, 1) {
 		// Same length as lo and at least lo, or any longer number.
 		alts = append(alts, c.sameLen(ls, strings.Repeat("9", len(ls))))
-		alts = append(alts, cat(digits('1', '9'), c.b.repeat(digits('0', '9'), len(ls), -1)))
+		if len(ls) < maxDigits {
+			alts = append(alts, cat(digits('1', '9'), c.b.repeat(digits('0', '9'), len(ls), maxDigits-1)))
+		}
 		return c.b.alt(alts...)
 	}
 	hs := strconv.FormatUint(uint64(hi), 10)
@@ -659,12 +667,13 @@ func (c *schemaCompiler) anyString() []item {
 	return c.str
 }
 
-// anyNumber is a JSON number; the exponent has at most two digits so
-// every value stays a finite float64.
+// anyNumber is a JSON number of at most maxDigits integer and fraction
+// digits; the exponent has at most two digits so every value stays a
+// finite float64.
 func (c *schemaCompiler) anyNumber() []item {
 	if c.number == nil {
-		intPart := c.b.rule(lit("0"), cat(digits('1', '9'), c.b.star(digits('0', '9'))))
-		frac := c.b.opt(cat(lit("."), c.b.repeat(digits('0', '9'), 1, -1)))
+		intPart := c.b.rule(lit("0"), cat(digits('1', '9'), c.b.repeat(digits('0', '9'), 0, maxDigits-1)))
+		frac := c.b.opt(cat(lit("."), c.b.repeat(digits('0', '9'), 1, maxDigits)))
 		exp := c.b.opt(cat(digitsOr("eE"), c.b.opt(digitsOr("+-")), c.b.repeat(digits('0', '9'), 1, 2)))
 		c.number = c.b.rule(cat(c.b.opt(lit("-")), intPart, frac, exp))
 	}
