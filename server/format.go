@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/list"
 	"errors"
 	"sync"
 
@@ -28,22 +27,11 @@ type vocabTokenizer interface {
 // recently used first out).
 const maxCachedFormats = 64
 
-// formatCache compiles response formats against the model's vocabulary
-// and keeps the most recently used ones, so a repeated schema costs a map
-// lookup and reuses its cached masks. Its zero value is ready.
+// formatCache is the server's constrain.Cache, built over the model's
+// vocabulary on the first request with a format. Its zero value is ready.
 type formatCache struct {
-	once   sync.Once
-	vocab  *constrain.Vocab
-	pieces [][]byte
-
-	mu    sync.Mutex
-	order *list.List // of *formatEntry, most recent first
-	byKey map[string]*list.Element
-}
-
-type formatEntry struct {
-	key string
-	c   *constrain.Constraint
+	once  sync.Once
+	cache *constrain.Cache // nil when the tokenizer cannot report token bytes
 }
 
 // constraintSource adapts a Constraint to the sampler's interface: each
@@ -57,86 +45,47 @@ func (s *Server) responseFormat(f *inferencev1.ResponseFormat) (sample.Constrain
 	if f == nil {
 		return nil, nil
 	}
-	var key string
-	var compile func() (*constrain.Grammar, error)
+	var cf constrain.Format
 	switch v := f.GetFormat().(type) {
-	case nil:
-		return nil, formatErr("no format set")
 	case *inferencev1.ResponseFormat_JsonSchema:
-		text := v.JsonSchema.GetSchema()
-		key, compile = "s"+text, func() (*constrain.Grammar, error) { return constrain.CompileJSONSchema(text) }
+		cf.JSONSchema = v.JsonSchema.GetSchema()
 	case *inferencev1.ResponseFormat_JsonObject:
 		if !v.JsonObject {
 			return nil, nil
 		}
-		key, compile = "o", func() (*constrain.Grammar, error) { return constrain.JSONObject(), nil }
+		cf.JSONObject = true
 	case *inferencev1.ResponseFormat_Regex:
-		key, compile = "r"+v.Regex, func() (*constrain.Grammar, error) { return constrain.CompileRegex(v.Regex) }
+		cf.Regex = v.Regex
 	case *inferencev1.ResponseFormat_Grammar:
-		key, compile = "g"+v.Grammar, func() (*constrain.Grammar, error) { return constrain.CompileGBNF(v.Grammar) }
+		cf.Grammar = v.Grammar
 	case *inferencev1.ResponseFormat_Choice:
-		vals := v.Choice.GetValues()
-		k := []byte{'c'}
-		for _, x := range vals {
-			k = append(k, x...)
-			k = append(k, 0)
+		cf.Choice = v.Choice.GetValues()
+		if cf.Choice == nil {
+			cf.Choice = []string{}
 		}
-		key, compile = string(k), func() (*constrain.Grammar, error) { return constrain.CompileChoice(vals) }
 	}
-	c, err := s.formats.get(s.cfg.Tokenizer, key, compile)
-	if err != nil {
-		return nil, err
-	}
-	return constraintSource{c}, nil
-}
-
-func formatErr(format string, args ...any) error {
-	return reqErr(codes.InvalidArgument, ReasonInvalidResponseFormat, "response_format", format, args...)
-}
-
-func (fc *formatCache) get(tok Tokenizer, key string, compile func() (*constrain.Grammar, error)) (*constrain.Constraint, error) {
-	vt, ok := tok.(vocabTokenizer)
-	if !ok {
+	fc := &s.formats
+	fc.once.Do(func() {
+		vt, ok := s.cfg.Tokenizer.(vocabTokenizer)
+		if !ok {
+			return
+		}
+		pieces := make([][]byte, s.cfg.Tokenizer.VocabSize())
+		for i := range pieces {
+			pieces[i] = vt.TokenBytes(int32(i))
+		}
+		fc.cache = constrain.NewCache(pieces, vt.EOGs(), maxCachedFormats)
+	})
+	if fc.cache == nil {
 		return nil, reqErr(codes.FailedPrecondition, ReasonInvalidResponseFormat, "response_format",
 			"the model's tokenizer cannot report token bytes")
 	}
-	fc.once.Do(func() {
-		fc.pieces = make([][]byte, tok.VocabSize())
-		for i := range fc.pieces {
-			fc.pieces[i] = vt.TokenBytes(int32(i))
-		}
-		fc.vocab = constrain.NewVocab(fc.pieces, vt.EOGs())
-		fc.order = list.New()
-		fc.byKey = map[string]*list.Element{}
-	})
-	fc.mu.Lock()
-	if e, ok := fc.byKey[key]; ok {
-		fc.order.MoveToFront(e)
-		c := e.Value.(*formatEntry).c
-		fc.mu.Unlock()
-		return c, nil
-	}
-	fc.mu.Unlock()
-	// Compile outside the lock: compilation is bounded but not free, and
-	// other requests should not wait behind it.
-	g, err := compile()
+	c, err := fc.cache.Get(cf)
 	if err != nil {
 		if errors.Is(err, constrain.ErrInvalid) {
-			return nil, formatErr("%v", err)
+			return nil, reqErr(codes.InvalidArgument, ReasonInvalidResponseFormat, "response_format", "%v", err)
 		}
 		return nil, err
 	}
-	c := constrain.NewConstraint(g, fc.vocab, fc.pieces)
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if e, ok := fc.byKey[key]; ok { // compiled meanwhile by another request
-		return e.Value.(*formatEntry).c, nil
-	}
-	fc.byKey[key] = fc.order.PushFront(&formatEntry{key: key, c: c})
-	if fc.order.Len() > maxCachedFormats {
-		last := fc.order.Back()
-		fc.order.Remove(last)
-		delete(fc.byKey, last.Value.(*formatEntry).key)
-	}
-	return c, nil
+	return constraintSource{c}, nil
 }

@@ -219,6 +219,7 @@ func TestResponseFormatInvalid(t *testing.T) {
 		want string
 	}{
 		{&inferencev1.ResponseFormat{}, "no format set"},
+		{&inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_JsonSchema{JsonSchema: &inferencev1.JsonSchema{}}}, "no format set"},
 		{&inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_JsonSchema{JsonSchema: &inferencev1.JsonSchema{Schema: `{"type":"string","contentMediaType":"x"}`}}}, "contentMediaType"},
 		{&inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_JsonSchema{JsonSchema: &inferencev1.JsonSchema{Schema: `{`}}}, "not JSON"},
 		{&inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_Regex{Regex: `(`}}, "missing closing )"},
