@@ -40,6 +40,7 @@ type Handler struct {
 	tokSem  chan struct{} // one slot per tokenization in progress
 	serving atomic.Bool   // health 200 and requests accepted only when set
 	created int64         // the model's "created" time in /v1/models
+	formats formatCache   // compiled structured-output formats (format.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -205,6 +206,11 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 		seed = uint64(*p.Seed)
 	}
 	r.Sampling = sample.Params{Temperature: float32(temp), TopK: topK, TopP: float32(topP), MinP: float32(minP), Seed: seed}
+	c, err := h.constraint(p.formatParams)
+	if err != nil {
+		return r, err
+	}
+	r.Sampling.Constraint = c
 
 	room := ctxLen - len(prompt)
 	switch {

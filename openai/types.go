@@ -27,6 +27,7 @@ type commonParams struct {
 	IgnoreEOS     bool            `json:"ignore_eos"`
 	StopTokenIDs  []int32         `json:"stop_token_ids"`
 	N             *int            `json:"n"`
+	formatParams
 }
 
 type completionRequest struct {
