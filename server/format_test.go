@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
@@ -239,6 +241,41 @@ func TestResponseFormatInvalid(t *testing.T) {
 		}
 		if st.Code() != codes.InvalidArgument || reason != ReasonInvalidResponseFormat || !regexp.MustCompile(regexp.QuoteMeta(tc.want)).MatchString(st.Message()) {
 			t.Errorf("%v: got %v %s %q, want INVALID_ARGUMENT %s naming %q", tc.f, st.Code(), reason, st.Message(), ReasonInvalidResponseFormat, tc.want)
+		}
+	}
+}
+
+// TestReadmeFormats: the README's grpcurl examples of response_format are
+// valid GenerateRequests in grpcurl's JSON, and their formats compile.
+func TestReadmeFormats(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(data), "### Structured output")
+	if !ok {
+		t.Fatal("README has no Structured output section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n### ")
+	bodies := regexp.MustCompile(`(?s)-d '(\{.*?\})'`).FindAllStringSubmatch(sec, -1)
+	if len(bodies) < 2 {
+		t.Fatalf("found %d request bodies", len(bodies))
+	}
+	client := realClient(t)
+	for _, b := range bodies {
+		var req inferencev1.GenerateRequest
+		if err := protojson.Unmarshal([]byte(b[1]), &req); err != nil {
+			t.Fatalf("%s: %v", b[1], err)
+		}
+		if req.GetResponseFormat() == nil {
+			t.Fatalf("%s: no response_format", b[1])
+		}
+		s, err := client.Generate(context.Background(), &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := collect(s); r.err != nil {
+			t.Fatalf("%s: %v", b[1], r.err)
 		}
 	}
 }
