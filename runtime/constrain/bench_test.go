@@ -103,3 +103,19 @@ func BenchmarkVocab(b *testing.B) {
 		NewVocab(tv.pieces, tv.tok.EOGs())
 	}
 }
+
+// BenchmarkCacheHit measures a repeated format: a Cache lookup by its
+// text (what a request with a schema seen before pays).
+func BenchmarkCacheHit(b *testing.B) {
+	tv := loadVocab(b, "llama-32k", "vocab/ggml-vocab-llama-spm.gguf")
+	c := NewCache(tv.pieces, tv.tok.EOGs(), 64)
+	f := Format{JSONSchema: schemaByName(b, "object-nested")}
+	if _, err := c.Get(f); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := c.Get(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
