@@ -46,6 +46,10 @@ func compileValidator(t *testing.T, schema []byte) *jsonschema.Schema {
 	return sch
 }
 
+func jsonschemaParse(text string) (any, error) {
+	return jsonschema.UnmarshalJSON(bytes.NewReader([]byte(text)))
+}
+
 func constrainedReq(prompt string, seed uint64, f *inferencev1.ResponseFormat) *inferencev1.GenerateRequest {
 	return &inferencev1.GenerateRequest{
 		Prompt:         &inferencev1.GenerateRequest_Text{Text: prompt},
