@@ -50,7 +50,10 @@
 //
 // Each Sampler holds its own ConstraintState, advanced by every Sample and
 // Accept, so a Sampler rebuilt for a resumed sequence and fed the generated
-// tokens through Accept reaches the same state.
+// tokens through Accept reaches the same state. When the constraint allows
+// only suppressed tokens (a complete output that may only end, before
+// SuppressUntil), the suppression yields: the constraint wins over
+// min_tokens.
 //
 // # Cost
 //

@@ -192,9 +192,26 @@ func (s *Sampler) Sample(logits []float32) Result {
 	}
 	s.applyPenalties(work)
 	if int(s.nGen) < s.p.SuppressUntil {
-		for _, t := range s.p.Suppress {
+		// Under a constraint, suppression yields when it would leave no
+		// token at all (a complete output that may only end): the
+		// constraint wins over min_tokens.
+		var saved []float32
+		if s.cons != nil {
+			saved = make([]float32, len(s.p.Suppress))
+		}
+		for i, t := range s.p.Suppress {
 			if t >= 0 && int(t) < n {
+				if saved != nil {
+					saved[i] = work[t]
+				}
 				work[t] = float32(math.Inf(-1))
+			}
+		}
+		if saved != nil && math.IsInf(float64(work[argmax(work)]), -1) {
+			for i, t := range s.p.Suppress {
+				if t >= 0 && int(t) < n {
+					work[t] = saved[i]
+				}
 			}
 		}
 	}

@@ -596,3 +596,31 @@ func TestConstraintMasksBeforeSampling(t *testing.T) {
 		}
 	}
 }
+
+// onlyToken allows one token.
+type onlyToken int32
+
+func (c onlyToken) NewState() ConstraintState { return c }
+func (c onlyToken) Allowed() []uint64 {
+	m := make([]uint64, 2)
+	m[c/64] |= 1 << (c % 64)
+	return m
+}
+func (c onlyToken) Accept(int32) error { return nil }
+
+// TestConstraintOverridesSuppress: when the constraint allows only a
+// suppressed token (a complete output may only end), the token is drawn
+// anyway instead of a token the constraint refuses.
+func TestConstraintOverridesSuppress(t *testing.T) {
+	logits := make([]float32, 100)
+	for _, temp := range []float32{0, 1} {
+		s := New(Params{Temperature: temp, Suppress: []int32{2}, SuppressUntil: 10, Constraint: onlyToken(2)}, nil)
+		if got := s.Sample(logits).Token; got != 2 {
+			t.Errorf("T=%v: got %d, want 2", temp, got)
+		}
+		s = New(Params{Temperature: temp, Suppress: []int32{2}, SuppressUntil: 10, Constraint: onlyToken(3)}, nil)
+		if got := s.Sample(logits).Token; got != 3 {
+			t.Errorf("T=%v: got %d, want 3", temp, got)
+		}
+	}
+}
