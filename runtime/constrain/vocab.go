@@ -39,8 +39,14 @@ func NewVocab(pieces [][]byte, eog []int32) *Vocab {
 		toks []int32
 	}
 	nodes := []tnode{{}}
+	isEOG := map[int32]bool{}
+	for _, t := range eog {
+		isEOG[t] = true
+	}
 	for id, p := range pieces {
-		if len(p) == 0 {
+		// End-of-generation tokens are allowed by acceptance alone, even
+		// if they have text.
+		if len(p) == 0 || isEOG[int32(id)] {
 			continue
 		}
 		cur := int32(0)
