@@ -46,6 +46,29 @@ type expander struct {
 	g      *Grammar
 	stacks []*frame
 	accept bool
+	arena  *arena // nil: frames come from the heap one by one
+}
+
+// arena hands out frames from chunks, for the many short-lived states of
+// one mask computation (one allocation per chunk instead of per frame).
+type arena struct {
+	chunk []frame
+}
+
+func (a *arena) frame(pos, depth int32, next *frame) *frame {
+	if len(a.chunk) == cap(a.chunk) {
+		// Chunks grow from 64 frames to 4096: small walks stay small.
+		a.chunk = make([]frame, 0, min(max(2*cap(a.chunk), 64), 4096))
+	}
+	a.chunk = append(a.chunk, frame{pos: pos, depth: depth, next: next})
+	return &a.chunk[len(a.chunk)-1]
+}
+
+func (e *expander) frame(pos, depth int32, next *frame) *frame {
+	if e.arena != nil {
+		return e.arena.frame(pos, depth, next)
+	}
+	return &frame{pos: pos, depth: depth, next: next}
 }
 
 func (e *expander) expand(f *frame) {
@@ -76,7 +99,7 @@ func (e *expander) expand(f *frame) {
 			// in constant stack depth.
 			cont := f.next
 			if e.g.elems[f.pos+1].kind != kEnd {
-				cont = &frame{pos: f.pos + 1, depth: f.depth, next: f.next}
+				cont = e.frame(f.pos+1, f.depth, f.next)
 			}
 			d := int32(1)
 			if cont != nil {
@@ -87,9 +110,9 @@ func (e *expander) expand(f *frame) {
 			}
 			alts := e.g.alts[el.arg]
 			for _, p := range alts[1:] {
-				e.expand(&frame{pos: p, depth: d, next: cont})
+				e.expand(e.frame(p, d, cont))
 			}
-			f = &frame{pos: alts[0], depth: d, next: cont}
+			f = e.frame(alts[0], d, cont)
 		}
 	}
 }
@@ -101,10 +124,16 @@ func (e *expander) state() State {
 // Advance returns the state after byte c. The result is Dead when c
 // cannot come next.
 func (g *Grammar) Advance(s State, c byte) State {
-	e := expander{g: g}
+	return g.advance(s, c, nil, nil)
+}
+
+// advance is Advance with frames from a (nil: the heap) and the result's
+// stacks in buf's storage.
+func (g *Grammar) advance(s State, c byte, a *arena, buf []*frame) State {
+	e := expander{g: g, arena: a, stacks: buf[:0]}
 	for _, f := range s.stacks {
 		if g.sets[g.elems[f.pos].arg].has(c) {
-			e.expand(&frame{pos: f.pos + 1, depth: f.depth, next: f.next})
+			e.expand(e.frame(f.pos+1, f.depth, f.next))
 		}
 	}
 	return e.state()

@@ -108,6 +108,8 @@ type Constraint struct {
 
 	mu    sync.Mutex
 	masks map[string][]uint64
+
+	walkers sync.Pool // of *walker, for their scratch
 }
 
 // NewConstraint pairs a grammar with a vocabulary. pieces must be the
@@ -159,26 +161,49 @@ func (c *Constraint) computeMask(s State) []uint64 {
 			m[t>>6] |= 1 << (t & 63)
 		}
 	}
-	c.walk(m, 0, s)
+	w, _ := c.walkers.Get().(*walker)
+	if w == nil {
+		w = &walker{c: c}
+	}
+	// No frame of an earlier walk is referenced any more (masks hold no
+	// states), so its last chunk is reused.
+	w.m, w.arena.chunk = m, w.arena.chunk[:0]
+	w.walk(0, s, 0)
+	w.m = nil
+	c.walkers.Put(w)
 	return m
 }
 
-func (c *Constraint) walk(m []uint64, node int32, s State) {
-	v := c.v
+// walker is one mask computation: frames come from its arena, and the
+// states at trie depth d keep their stacks in bufs[d] (a state is dead
+// once its subtree is walked, so siblings reuse the storage).
+type walker struct {
+	c     *Constraint
+	m     []uint64
+	arena arena
+	bufs  [][]*frame
+}
+
+func (w *walker) walk(node int32, s State, depth int) {
+	c, v := w.c, w.c.v
+	if depth == len(w.bufs) {
+		w.bufs = append(w.bufs, make([]*frame, 0, 16))
+	}
 	next := c.g.next(s)
 	for _, e := range v.edges[v.first[node]:v.first[node+1]] {
 		if !next.has(e.b) {
 			continue
 		}
-		s2 := c.g.Advance(s, e.b)
+		s2 := c.g.advance(s, e.b, &w.arena, w.bufs[depth])
+		w.bufs[depth] = s2.stacks[:0] // keep the grown storage
 		if s2.Dead() {
 			continue
 		}
 		for _, t := range v.toks[v.tfirst[e.node]:v.tfirst[e.node+1]] {
-			m[t>>6] |= 1 << (t & 63)
+			w.m[t>>6] |= 1 << (t & 63)
 		}
 		if len(s2.stacks) > 0 {
-			c.walk(m, e.node, s2)
+			w.walk(e.node, s2, depth+1)
 		}
 	}
 }
