@@ -26,6 +26,13 @@
 // weft_http_requests_total{path,code} and
 // weft_http_request_duration_seconds{path}.
 //
+// Structured output: OpenAI's response_format ({"type": "json_object"} or
+// {"type": "json_schema", "json_schema": {"schema": ...}}) and vLLM's
+// guided_json, guided_regex, guided_choice and guided_grammar (GBNF), at
+// most one per request, compiled by runtime/constrain (format.go) and
+// cached by their text; a format that does not compile is a 400 naming
+// the problem.
+//
 // Example:
 //
 //	h, err := openai.New(openai.Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template,

@@ -44,6 +44,7 @@ type Handler struct {
 	serving atomic.Bool // health 200 and requests accepted only when set
 	created int64       // the model's "created" time in /v1/models
 	metrics *metrics
+	formats formatCache // compiled structured-output formats (format.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -232,7 +233,11 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 			return scheduler.Request{}, badParam("stop", "not valid UTF-8")
 		}
 	}
-	return h.door.Request(id, prompt, o), nil
+	r := h.door.Request(id, prompt, o)
+	if r.Sampling.Constraint, err = h.constraint(p.formatParams); err != nil {
+		return scheduler.Request{}, err
+	}
+	return r, nil
 }
 
 // rngSeed is the seed of a sequence whose request gave none.

@@ -34,6 +34,7 @@ type commonParams struct {
 	// User is the caller's end-user id: logged with the request, never
 	// used to decide anything.
 	User string `json:"user"`
+	formatParams
 }
 
 type completionRequest struct {

@@ -24,6 +24,7 @@ type genOptions interface {
 	GetSampling() *inferencev1.SamplingParams
 	GetStopping() *inferencev1.StoppingCriteria
 	GetLogprobs() *inferencev1.LogprobOptions
+	GetResponseFormat() *inferencev1.ResponseFormat
 }
 
 // buildRequest makes the scheduler request for prompt (already tokenized)
@@ -41,7 +42,7 @@ func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority 
 		}
 	}
 	sp, lp := o.GetSampling(), o.GetLogprobs()
-	return s.door.Request(id, prompt, frontdoor.Options{
+	r := s.door.Request(id, prompt, frontdoor.Options{
 		Sampling: sample.Params{
 			Temperature:       sp.GetTemperature(),
 			TopK:              int(sp.GetTopK()),
@@ -62,7 +63,13 @@ func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority 
 		IncludeStopString: st.GetIncludeStopString(),
 		IgnoreEOS:         st.GetIgnoreEos(),
 		Priority:          int(priority),
-	}), nil
+	})
+	c, err := s.responseFormat(o.GetResponseFormat())
+	if err != nil {
+		return r, err
+	}
+	r.Sampling.Constraint = c
+	return r, nil
 }
 
 // Generate implements InferenceService.Generate.

@@ -40,6 +40,7 @@ type Server struct {
 	metrics *metrics
 	door    *frontdoor.Door // byte bounds, tokenizing, chat prompts, request defaults
 	load    *loadReporter   // ORCA reports; also each Chat turn's LoadReport
+	formats formatCache     // compiled response formats (format.go)
 	// draining is set by BeginDrain: every RPC but health is refused
 	// with UNAVAILABLE / DRAINING.
 	draining atomic.Bool

@@ -27,6 +27,27 @@ type Params struct {
 	// describe the raw logits.
 	Suppress      []int32
 	SuppressUntil int
+
+	// Constraint, when set, restricts the tokens to those its state allows
+	// (structured output); nil: no restriction.
+	Constraint Constraint
+}
+
+// Constraint is a restriction on a sequence's tokens shared by the
+// sequences of a request; NewState gives each sequence its own state.
+type Constraint interface {
+	NewState() ConstraintState
+}
+
+// ConstraintState is one sequence's progress through a Constraint.
+type ConstraintState interface {
+	// Allowed returns the tokens allowed next as a bitset: bit t%64 of
+	// word t/64 is set when token t may come next. The caller does not
+	// modify it.
+	Allowed() []uint64
+	// Accept advances past tok; an error means tok was not allowed (the
+	// state then allows only ending).
+	Accept(tok int32) error
 }
 
 // TokenLogprob is one token with its log-probability (natural log, over the

@@ -14,6 +14,9 @@
 // Sample copies the logits into per-Sampler scratch (the caller's slice is
 // never written) and applies, in order:
 //
+//  0. the constraint's mask (Params.Constraint: structured output), which
+//     sets every token its state does not allow to -Inf, so penalties and
+//     filters only ever see allowed tokens;
 //  1. repetition penalty (CTRL/llama.cpp style: positive logits divided,
 //     negative ones multiplied) to every distinct token among the last
 //     PenaltyLastN tokens of prompt+generated text (default 64, -1 = all);
@@ -40,7 +43,18 @@
 // logits the model produced, before penalties, temperature and filters (what
 // vLLM reports by default). They describe the model's prediction, so a token
 // filtered out by top-k can still appear in Top. They cost one extra pass over
-// the vocabulary and are computed only when asked for.
+// the vocabulary and are computed only when asked for. Under a constraint
+// they are the log-softmax of the masked raw logits: the model's prediction
+// restricted to the tokens that could be sampled.
+//
+// # Constraints
+//
+// Each Sampler holds its own ConstraintState, advanced by every Sample and
+// Accept, so a Sampler rebuilt for a resumed sequence and fed the generated
+// tokens through Accept reaches the same state. When the constraint allows
+// only suppressed tokens (a complete output that may only end, before
+// SuppressUntil), the suppression yields: the constraint wins over
+// min_tokens.
 //
 // # Cost
 //

@@ -36,8 +36,14 @@ type Sampler struct {
 	pcg rand.PCG
 	rng *rand.Rand
 
+	// cons is the sequence's constraint state (nil: unconstrained); cerr
+	// the first token it refused.
+	cons ConstraintState
+	cerr error
+
 	// Scratch, vocabulary-sized, allocated on first use and reused.
 	work   []float32 // penalized logits
+	masked []float32 // raw logits under the constraint's mask (logprobs)
 	weight []float32 // unnormalized probabilities by token id
 	idx    []int32   // candidate token ids
 }
@@ -69,8 +75,15 @@ func New(p Params, prompt []int32) *Sampler {
 		s.gen = make(map[int32]int32)
 	}
 	s.rng = rand.New(&s.pcg)
+	if p.Constraint != nil {
+		s.cons = p.Constraint.NewState()
+	}
 	return s
 }
+
+// ConstraintErr returns the first token the constraint refused (one that
+// came through Accept from outside, not from Sample), or nil.
+func (s *Sampler) ConstraintErr() error { return s.cerr }
 
 // Generated returns how many tokens have been sampled or accepted.
 func (s *Sampler) Generated() int { return int(s.nGen) }
@@ -113,6 +126,11 @@ func (s *Sampler) Accept(tok int32) {
 	}
 	if s.gen != nil {
 		s.gen[tok]++
+	}
+	if s.cons != nil {
+		if err := s.cons.Accept(tok); err != nil && s.cerr == nil {
+			s.cerr = err
+		}
 	}
 	s.nGen++
 }
@@ -157,11 +175,40 @@ func (s *Sampler) Sample(logits []float32) Result {
 		}
 		work[i] = v
 	}
+	raw := logits
+	if s.cons != nil {
+		applyMask(work, s.cons.Allowed())
+		if s.p.Logprobs || s.p.TopLogprobs > 0 {
+			if cap(s.masked) < n {
+				s.masked = make([]float32, n)
+			}
+			raw = s.masked[:n]
+			copy(raw, logits)
+			applyMask(raw, s.cons.Allowed())
+		}
+	}
 	s.applyPenalties(work)
 	if int(s.nGen) < s.p.SuppressUntil {
-		for _, t := range s.p.Suppress {
+		// Under a constraint, suppression yields when it would leave no
+		// token at all (a complete output that may only end): the
+		// constraint wins over min_tokens.
+		var saved []float32
+		if s.cons != nil {
+			saved = make([]float32, len(s.p.Suppress))
+		}
+		for i, t := range s.p.Suppress {
 			if t >= 0 && int(t) < n {
+				if saved != nil {
+					saved[i] = work[t]
+				}
 				work[t] = float32(math.Inf(-1))
+			}
+		}
+		if saved != nil && math.IsInf(float64(work[Argmax(work)]), -1) {
+			for i, t := range s.p.Suppress {
+				if t >= 0 && int(t) < n {
+					work[t] = saved[i]
+				}
 			}
 		}
 	}
@@ -174,10 +221,31 @@ func (s *Sampler) Sample(logits []float32) Result {
 	}
 	res := Result{Token: tok}
 	if s.p.Logprobs || s.p.TopLogprobs > 0 {
-		fillLogprobs(logits, &res, s.p.TopLogprobs)
+		fillLogprobs(raw, &res, s.p.TopLogprobs)
 	}
 	s.Accept(tok)
 	return res
+}
+
+// applyMask sets to -Inf every logit whose token's bit is clear in allow
+// (tokens past the bitset count as clear).
+func applyMask(work []float32, allow []uint64) {
+	ninf := float32(math.Inf(-1))
+	for w := 0; w*64 < len(work); w++ {
+		var bits uint64
+		if w < len(allow) {
+			bits = allow[w]
+		}
+		if bits == ^uint64(0) {
+			continue
+		}
+		end := min(len(work), w*64+64)
+		for i := w * 64; i < end; i++ {
+			if bits&(1<<(i-w*64)) == 0 {
+				work[i] = ninf
+			}
+		}
+	}
 }
 
 func (s *Sampler) applyPenalties(work []float32) {

@@ -555,3 +555,79 @@ func BenchmarkPenaltiesMinP32k(b *testing.B) {
 func BenchmarkLogprobsTop5_32k(b *testing.B) {
 	benchSample(b, Params{Logprobs: true, TopLogprobs: 5})
 }
+
+// onlyEven allows even tokens only, and records what it accepted.
+type onlyEven struct{ got *[]int32 }
+
+func (c onlyEven) NewState() ConstraintState { return c }
+func (c onlyEven) Allowed() []uint64 {
+	return []uint64{0x5555555555555555, 0x5555555555555555}
+}
+func (c onlyEven) Accept(tok int32) error {
+	*c.got = append(*c.got, tok)
+	if tok%2 != 0 {
+		return errors.New("odd")
+	}
+	return nil
+}
+
+func TestConstraintMasksBeforeSampling(t *testing.T) {
+	logits := make([]float32, 100)
+	for i := range logits {
+		logits[i] = float32(i % 7)
+	}
+	logits[99] = 50 // the best token overall is odd and must never be drawn
+	for _, temp := range []float32{0, 1} {
+		var got []int32
+		s := New(Params{Temperature: temp, Seed: 3, Logprobs: true, TopLogprobs: 3, Constraint: onlyEven{&got}}, nil)
+		for range 20 {
+			res := s.Sample(logits)
+			if res.Token%2 != 0 {
+				t.Fatalf("T=%v: sampled odd token %d", temp, res.Token)
+			}
+			for _, tl := range res.Top {
+				if tl.Token%2 != 0 {
+					t.Fatalf("T=%v: top logprobs hold odd token %d", temp, tl.Token)
+				}
+			}
+		}
+		if len(got) != 20 {
+			t.Fatalf("T=%v: constraint saw %d tokens, want 20", temp, len(got))
+		}
+		if s.ConstraintErr() != nil {
+			t.Fatal(s.ConstraintErr())
+		}
+		s.Accept(5)
+		if s.ConstraintErr() == nil {
+			t.Error("Accept of a refused token left no error")
+		}
+	}
+}
+
+// onlyToken allows one token.
+type onlyToken int32
+
+func (c onlyToken) NewState() ConstraintState { return c }
+func (c onlyToken) Allowed() []uint64 {
+	m := make([]uint64, 2)
+	m[c/64] |= 1 << (c % 64)
+	return m
+}
+func (c onlyToken) Accept(int32) error { return nil }
+
+// TestConstraintOverridesSuppress: when the constraint allows only a
+// suppressed token (a complete output may only end), the token is drawn
+// anyway instead of a token the constraint refuses.
+func TestConstraintOverridesSuppress(t *testing.T) {
+	logits := make([]float32, 100)
+	for _, temp := range []float32{0, 1} {
+		s := New(Params{Temperature: temp, Suppress: []int32{2}, SuppressUntil: 10, Constraint: onlyToken(2)}, nil)
+		if got := s.Sample(logits).Token; got != 2 {
+			t.Errorf("T=%v: got %d, want 2", temp, got)
+		}
+		s = New(Params{Temperature: temp, Suppress: []int32{2}, SuppressUntil: 10, Constraint: onlyToken(3)}, nil)
+		if got := s.Sample(logits).Token; got != 3 {
+			t.Errorf("T=%v: got %d, want 3", temp, got)
+		}
+	}
+}

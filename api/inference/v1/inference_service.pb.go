@@ -244,9 +244,12 @@ type GenerateRequest struct {
 	// its control token id. False (the default) tokenizes it as plain text, so
 	// that user-supplied text never produces control tokens. Ignored for
 	// token_ids.
-	ParseSpecial  bool `protobuf:"varint,8,opt,name=parse_special,json=parseSpecial" json:"parse_special,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ParseSpecial bool `protobuf:"varint,8,opt,name=parse_special,json=parseSpecial" json:"parse_special,omitempty"`
+	// Constrains the output to a format (structured output); unset means free
+	// text.
+	ResponseFormat *ResponseFormat `protobuf:"bytes,20,opt,name=response_format,json=responseFormat" json:"response_format,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GenerateRequest) Reset() {
@@ -346,6 +349,13 @@ func (x *GenerateRequest) GetParseSpecial() bool {
 	return false
 }
 
+func (x *GenerateRequest) GetResponseFormat() *ResponseFormat {
+	if x != nil {
+		return x.ResponseFormat
+	}
+	return nil
+}
+
 type isGenerateRequest_Prompt interface {
 	isGenerateRequest_Prompt()
 }
@@ -364,6 +374,268 @@ func (*GenerateRequest_Text) isGenerateRequest_Prompt() {}
 
 func (*GenerateRequest_TokenIds) isGenerateRequest_Prompt() {}
 
+// ResponseFormat constrains generated text to a formal language. Every
+// sampled token keeps the output a prefix of a sentence of it, and an
+// end-of-generation token is allowed exactly when the output is complete.
+// JSON is written compactly (no whitespace, properties in schema order). An
+// invalid or unsupported format is refused with INVALID_ARGUMENT, reason
+// INVALID_RESPONSE_FORMAT, naming the problem. Output cut short by
+// max_tokens or a stop string ends with that finish reason and may be
+// incomplete.
+type ResponseFormat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The format. Exactly one must be set.
+	//
+	// Types that are valid to be assigned to Format:
+	//
+	//	*ResponseFormat_JsonSchema
+	//	*ResponseFormat_JsonObject
+	//	*ResponseFormat_Regex
+	//	*ResponseFormat_Grammar
+	//	*ResponseFormat_Choice
+	Format        isResponseFormat_Format `protobuf_oneof:"format"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResponseFormat) Reset() {
+	*x = ResponseFormat{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResponseFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResponseFormat) ProtoMessage() {}
+
+func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResponseFormat.ProtoReflect.Descriptor instead.
+func (*ResponseFormat) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResponseFormat) GetFormat() isResponseFormat_Format {
+	if x != nil {
+		return x.Format
+	}
+	return nil
+}
+
+func (x *ResponseFormat) GetJsonSchema() *JsonSchema {
+	if x != nil {
+		if x, ok := x.Format.(*ResponseFormat_JsonSchema); ok {
+			return x.JsonSchema
+		}
+	}
+	return nil
+}
+
+func (x *ResponseFormat) GetJsonObject() bool {
+	if x != nil {
+		if x, ok := x.Format.(*ResponseFormat_JsonObject); ok {
+			return x.JsonObject
+		}
+	}
+	return false
+}
+
+func (x *ResponseFormat) GetRegex() string {
+	if x != nil {
+		if x, ok := x.Format.(*ResponseFormat_Regex); ok {
+			return x.Regex
+		}
+	}
+	return ""
+}
+
+func (x *ResponseFormat) GetGrammar() string {
+	if x != nil {
+		if x, ok := x.Format.(*ResponseFormat_Grammar); ok {
+			return x.Grammar
+		}
+	}
+	return ""
+}
+
+func (x *ResponseFormat) GetChoice() *Choice {
+	if x != nil {
+		if x, ok := x.Format.(*ResponseFormat_Choice); ok {
+			return x.Choice
+		}
+	}
+	return nil
+}
+
+type isResponseFormat_Format interface {
+	isResponseFormat_Format()
+}
+
+type ResponseFormat_JsonSchema struct {
+	// JSON matching a JSON Schema.
+	JsonSchema *JsonSchema `protobuf:"bytes,1,opt,name=json_schema,json=jsonSchema,oneof"`
+}
+
+type ResponseFormat_JsonObject struct {
+	// Any JSON object, when true.
+	JsonObject bool `protobuf:"varint,2,opt,name=json_object,json=jsonObject,oneof"`
+}
+
+type ResponseFormat_Regex struct {
+	// Text that an RE2 regular expression matches as a whole (anchors
+	// implied).
+	Regex string `protobuf:"bytes,3,opt,name=regex,oneof"`
+}
+
+type ResponseFormat_Grammar struct {
+	// Text of a GBNF grammar (llama.cpp's dialect), starting at rule "root".
+	Grammar string `protobuf:"bytes,4,opt,name=grammar,oneof"`
+}
+
+type ResponseFormat_Choice struct {
+	// Exactly one of a list of strings.
+	Choice *Choice `protobuf:"bytes,5,opt,name=choice,oneof"`
+}
+
+func (*ResponseFormat_JsonSchema) isResponseFormat_Format() {}
+
+func (*ResponseFormat_JsonObject) isResponseFormat_Format() {}
+
+func (*ResponseFormat_Regex) isResponseFormat_Format() {}
+
+func (*ResponseFormat_Grammar) isResponseFormat_Format() {}
+
+func (*ResponseFormat_Choice) isResponseFormat_Format() {}
+
+// JsonSchema is a JSON Schema for the output.
+type JsonSchema struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schema as JSON text. Supported: type, properties, required,
+	// additionalProperties, items, minItems, maxItems, enum, const, pattern,
+	// minLength, maxLength, format (date, time, date-time, uuid, email),
+	// minimum, maximum, exclusiveMinimum, exclusiveMaximum, anyOf, oneOf, $ref
+	// within the schema (recursion included) and annotations; other keywords
+	// are refused.
+	Schema string `protobuf:"bytes,1,opt,name=schema" json:"schema,omitempty"`
+	// OpenAI's strict flag, accepted for compatibility: the schema is always
+	// enforced.
+	Strict bool `protobuf:"varint,2,opt,name=strict" json:"strict,omitempty"`
+	// A name for the schema, for logs; may be empty.
+	Name          string `protobuf:"bytes,3,opt,name=name" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JsonSchema) Reset() {
+	*x = JsonSchema{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JsonSchema) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JsonSchema) ProtoMessage() {}
+
+func (x *JsonSchema) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JsonSchema.ProtoReflect.Descriptor instead.
+func (*JsonSchema) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *JsonSchema) GetSchema() string {
+	if x != nil {
+		return x.Schema
+	}
+	return ""
+}
+
+func (x *JsonSchema) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
+func (x *JsonSchema) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Choice lists the allowed outputs.
+type Choice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The allowed outputs; at least one, none empty.
+	Values        []string `protobuf:"bytes,1,rep,name=values" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Choice) Reset() {
+	*x = Choice{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Choice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Choice) ProtoMessage() {}
+
+func (x *Choice) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Choice.ProtoReflect.Descriptor instead.
+func (*Choice) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Choice) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // TokenIds is a list of token ids.
 type TokenIds struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -375,7 +647,7 @@ type TokenIds struct {
 
 func (x *TokenIds) Reset() {
 	*x = TokenIds{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[1]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +659,7 @@ func (x *TokenIds) String() string {
 func (*TokenIds) ProtoMessage() {}
 
 func (x *TokenIds) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[1]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +672,7 @@ func (x *TokenIds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenIds.ProtoReflect.Descriptor instead.
 func (*TokenIds) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TokenIds) GetIds() []int32 {
@@ -442,7 +714,7 @@ type SamplingParams struct {
 
 func (x *SamplingParams) Reset() {
 	*x = SamplingParams{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[2]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +726,7 @@ func (x *SamplingParams) String() string {
 func (*SamplingParams) ProtoMessage() {}
 
 func (x *SamplingParams) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[2]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +739,7 @@ func (x *SamplingParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SamplingParams.ProtoReflect.Descriptor instead.
 func (*SamplingParams) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{2}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SamplingParams) GetTemperature() float32 {
@@ -552,7 +824,7 @@ type StoppingCriteria struct {
 
 func (x *StoppingCriteria) Reset() {
 	*x = StoppingCriteria{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[3]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +836,7 @@ func (x *StoppingCriteria) String() string {
 func (*StoppingCriteria) ProtoMessage() {}
 
 func (x *StoppingCriteria) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[3]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +849,7 @@ func (x *StoppingCriteria) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoppingCriteria.ProtoReflect.Descriptor instead.
 func (*StoppingCriteria) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{3}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StoppingCriteria) GetMaxTokens() int32 {
@@ -636,7 +908,7 @@ type LogprobOptions struct {
 
 func (x *LogprobOptions) Reset() {
 	*x = LogprobOptions{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[4]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +920,7 @@ func (x *LogprobOptions) String() string {
 func (*LogprobOptions) ProtoMessage() {}
 
 func (x *LogprobOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[4]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +933,7 @@ func (x *LogprobOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogprobOptions.ProtoReflect.Descriptor instead.
 func (*LogprobOptions) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{4}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LogprobOptions) GetEnabled() bool {
@@ -695,7 +967,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[5]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +979,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[5]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +992,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{5}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GenerateResponse) GetResponse() isGenerateResponse_Response {
@@ -783,7 +1055,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[6]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +1067,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[6]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +1080,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{6}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Chunk) GetTokenIds() []int32 {
@@ -848,7 +1120,7 @@ type TokenLogprob struct {
 
 func (x *TokenLogprob) Reset() {
 	*x = TokenLogprob{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[7]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +1132,7 @@ func (x *TokenLogprob) String() string {
 func (*TokenLogprob) ProtoMessage() {}
 
 func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[7]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +1145,7 @@ func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
 func (*TokenLogprob) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{7}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TokenLogprob) GetTokenId() int32 {
@@ -910,7 +1182,7 @@ type TopLogprob struct {
 
 func (x *TopLogprob) Reset() {
 	*x = TopLogprob{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[8]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1194,7 @@ func (x *TopLogprob) String() string {
 func (*TopLogprob) ProtoMessage() {}
 
 func (x *TopLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[8]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1207,7 @@ func (x *TopLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
 func (*TopLogprob) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{8}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TopLogprob) GetTokenId() int32 {
@@ -973,7 +1245,7 @@ type Final struct {
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[9]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1257,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[9]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1270,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{9}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Final) GetFinishReason() FinishReason {
@@ -1058,7 +1330,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1342,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1355,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{10}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Usage) GetPromptTokens() int32 {
@@ -1122,7 +1394,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1406,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1419,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{11}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Timings) GetQueueWait() *durationpb.Duration {
@@ -1187,7 +1459,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1471,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1484,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{12}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ChatRequest) GetRequest() isChatRequest_Request {
@@ -1276,14 +1548,17 @@ type ChatTurn struct {
 	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
 	// What to do when the conversation with this turn does not fit the context;
 	// unset means TRUNCATION_REJECT.
-	Truncation    Truncation `protobuf:"varint,6,opt,name=truncation,enum=inference.v1.Truncation" json:"truncation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Truncation Truncation `protobuf:"varint,6,opt,name=truncation,enum=inference.v1.Truncation" json:"truncation,omitempty"`
+	// Constrains the reply to a format (structured output); unset means free
+	// text.
+	ResponseFormat *ResponseFormat `protobuf:"bytes,20,opt,name=response_format,json=responseFormat" json:"response_format,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ChatTurn) Reset() {
 	*x = ChatTurn{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1570,7 @@ func (x *ChatTurn) String() string {
 func (*ChatTurn) ProtoMessage() {}
 
 func (x *ChatTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1583,7 @@ func (x *ChatTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatTurn.ProtoReflect.Descriptor instead.
 func (*ChatTurn) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{13}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ChatTurn) GetMessages() []*ChatMessage {
@@ -1353,6 +1628,13 @@ func (x *ChatTurn) GetTruncation() Truncation {
 	return Truncation_TRUNCATION_UNSPECIFIED
 }
 
+func (x *ChatTurn) GetResponseFormat() *ResponseFormat {
+	if x != nil {
+		return x.ResponseFormat
+	}
+	return nil
+}
+
 // ChatCancel interrupts the reply that is streaming.
 type ChatCancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1362,7 +1644,7 @@ type ChatCancel struct {
 
 func (x *ChatCancel) Reset() {
 	*x = ChatCancel{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1656,7 @@ func (x *ChatCancel) String() string {
 func (*ChatCancel) ProtoMessage() {}
 
 func (x *ChatCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1669,7 @@ func (x *ChatCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatCancel.ProtoReflect.Descriptor instead.
 func (*ChatCancel) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{14}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
 }
 
 // ChatMessage is one message of a conversation.
@@ -1403,7 +1685,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1697,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1710,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{15}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ChatMessage) GetRole() Role {
@@ -1469,7 +1751,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1763,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1776,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{16}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChatResponse) GetTurn() int32 {
@@ -1593,7 +1875,7 @@ type LoadReport struct {
 
 func (x *LoadReport) Reset() {
 	*x = LoadReport{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1887,7 @@ func (x *LoadReport) String() string {
 func (*LoadReport) ProtoMessage() {}
 
 func (x *LoadReport) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1900,7 @@ func (x *LoadReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
 func (*LoadReport) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoadReport) GetApplicationUtilization() float64 {
@@ -1676,7 +1958,7 @@ type TurnError struct {
 
 func (x *TurnError) Reset() {
 	*x = TurnError{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1970,7 @@ func (x *TurnError) String() string {
 func (*TurnError) ProtoMessage() {}
 
 func (x *TurnError) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1983,7 @@ func (x *TurnError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnError.ProtoReflect.Descriptor instead.
 func (*TurnError) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TurnError) GetCode() int32 {
@@ -1755,7 +2037,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2049,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2062,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TokenizeRequest) GetText() string {
@@ -1815,7 +2097,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2109,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2122,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TokenizeResponse) GetTokenIds() []int32 {
@@ -1861,7 +2143,7 @@ type DetokenizeRequest struct {
 
 func (x *DetokenizeRequest) Reset() {
 	*x = DetokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +2155,7 @@ func (x *DetokenizeRequest) String() string {
 func (*DetokenizeRequest) ProtoMessage() {}
 
 func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2168,7 @@ func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeRequest.ProtoReflect.Descriptor instead.
 func (*DetokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DetokenizeRequest) GetTokenIds() []int32 {
@@ -1907,7 +2189,7 @@ type DetokenizeResponse struct {
 
 func (x *DetokenizeResponse) Reset() {
 	*x = DetokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2201,7 @@ func (x *DetokenizeResponse) String() string {
 func (*DetokenizeResponse) ProtoMessage() {}
 
 func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2214,7 @@ func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeResponse.ProtoReflect.Descriptor instead.
 func (*DetokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DetokenizeResponse) GetText() string {
@@ -1951,7 +2233,7 @@ type GetModelInfoRequest struct {
 
 func (x *GetModelInfoRequest) Reset() {
 	*x = GetModelInfoRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2245,7 @@ func (x *GetModelInfoRequest) String() string {
 func (*GetModelInfoRequest) ProtoMessage() {}
 
 func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2258,7 @@ func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetModelInfoRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{26}
 }
 
 // GetModelInfoResponse describes the loaded model and its backend.
@@ -2015,7 +2297,7 @@ type GetModelInfoResponse struct {
 
 func (x *GetModelInfoResponse) Reset() {
 	*x = GetModelInfoResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2309,7 @@ func (x *GetModelInfoResponse) String() string {
 func (*GetModelInfoResponse) ProtoMessage() {}
 
 func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2322,7 @@ func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetModelInfoResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetModelInfoResponse) GetName() string {
@@ -2133,7 +2415,7 @@ type TensorTypeCount struct {
 
 func (x *TensorTypeCount) Reset() {
 	*x = TensorTypeCount{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2427,7 @@ func (x *TensorTypeCount) String() string {
 func (*TensorTypeCount) ProtoMessage() {}
 
 func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2440,7 @@ func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorTypeCount.ProtoReflect.Descriptor instead.
 func (*TensorTypeCount) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TensorTypeCount) GetType() string {
@@ -2194,7 +2476,7 @@ type KVCacheInfo struct {
 
 func (x *KVCacheInfo) Reset() {
 	*x = KVCacheInfo{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2488,7 @@ func (x *KVCacheInfo) String() string {
 func (*KVCacheInfo) ProtoMessage() {}
 
 func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2501,7 @@ func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVCacheInfo.ProtoReflect.Descriptor instead.
 func (*KVCacheInfo) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{26}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *KVCacheInfo) GetBlockSize() int32 {
@@ -2261,7 +2543,7 @@ var File_inference_v1_inference_service_proto protoreflect.FileDescriptor
 
 const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\n" +
-	"$inference/v1/inference_service.proto\x12\finference.v1\x1a\x1egoogle/protobuf/duration.proto\"\xf8\x02\n" +
+	"$inference/v1/inference_service.proto\x12\finference.v1\x1a\x1egoogle/protobuf/duration.proto\"\xbf\x03\n" +
 	"\x0fGenerateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2271,8 +2553,25 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\bstopping\x18\x05 \x01(\v2\x1e.inference.v1.StoppingCriteriaR\bstopping\x128\n" +
 	"\blogprobs\x18\x06 \x01(\v2\x1c.inference.v1.LogprobOptionsR\blogprobs\x12\x1a\n" +
 	"\bpriority\x18\a \x01(\x05R\bpriority\x12#\n" +
-	"\rparse_special\x18\b \x01(\bR\fparseSpecialB\b\n" +
-	"\x06prompt\"\x1c\n" +
+	"\rparse_special\x18\b \x01(\bR\fparseSpecial\x12E\n" +
+	"\x0fresponse_format\x18\x14 \x01(\v2\x1c.inference.v1.ResponseFormatR\x0eresponseFormatB\b\n" +
+	"\x06prompt\"\xde\x01\n" +
+	"\x0eResponseFormat\x12;\n" +
+	"\vjson_schema\x18\x01 \x01(\v2\x18.inference.v1.JsonSchemaH\x00R\n" +
+	"jsonSchema\x12!\n" +
+	"\vjson_object\x18\x02 \x01(\bH\x00R\n" +
+	"jsonObject\x12\x16\n" +
+	"\x05regex\x18\x03 \x01(\tH\x00R\x05regex\x12\x1a\n" +
+	"\agrammar\x18\x04 \x01(\tH\x00R\agrammar\x12.\n" +
+	"\x06choice\x18\x05 \x01(\v2\x14.inference.v1.ChoiceH\x00R\x06choiceB\b\n" +
+	"\x06format\"P\n" +
+	"\n" +
+	"JsonSchema\x12\x16\n" +
+	"\x06schema\x18\x01 \x01(\tR\x06schema\x12\x16\n" +
+	"\x06strict\x18\x02 \x01(\bR\x06strict\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\" \n" +
+	"\x06Choice\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\x1c\n" +
 	"\bTokenIds\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x05R\x03ids\"\x93\x02\n" +
 	"\x0eSamplingParams\x12 \n" +
@@ -2334,7 +2633,7 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\vChatRequest\x12,\n" +
 	"\x04turn\x18\x01 \x01(\v2\x16.inference.v1.ChatTurnH\x00R\x04turn\x122\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x18.inference.v1.ChatCancelH\x00R\x06cancelB\t\n" +
-	"\arequest\"\xca\x02\n" +
+	"\arequest\"\x91\x03\n" +
 	"\bChatTurn\x125\n" +
 	"\bmessages\x18\x01 \x03(\v2\x19.inference.v1.ChatMessageR\bmessages\x128\n" +
 	"\bsampling\x18\x02 \x01(\v2\x1c.inference.v1.SamplingParamsR\bsampling\x12:\n" +
@@ -2344,7 +2643,8 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x128\n" +
 	"\n" +
 	"truncation\x18\x06 \x01(\x0e2\x18.inference.v1.TruncationR\n" +
-	"truncation\"\f\n" +
+	"truncation\x12E\n" +
+	"\x0fresponse_format\x18\x14 \x01(\v2\x1c.inference.v1.ResponseFormatR\x0eresponseFormat\"\f\n" +
 	"\n" +
 	"ChatCancel\"O\n" +
 	"\vChatMessage\x12&\n" +
@@ -2454,88 +2754,95 @@ func file_inference_v1_inference_service_proto_rawDescGZIP() []byte {
 }
 
 var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_inference_v1_inference_service_proto_goTypes = []any{
 	(FinishReason)(0),            // 0: inference.v1.FinishReason
 	(Truncation)(0),              // 1: inference.v1.Truncation
 	(Role)(0),                    // 2: inference.v1.Role
 	(*GenerateRequest)(nil),      // 3: inference.v1.GenerateRequest
-	(*TokenIds)(nil),             // 4: inference.v1.TokenIds
-	(*SamplingParams)(nil),       // 5: inference.v1.SamplingParams
-	(*StoppingCriteria)(nil),     // 6: inference.v1.StoppingCriteria
-	(*LogprobOptions)(nil),       // 7: inference.v1.LogprobOptions
-	(*GenerateResponse)(nil),     // 8: inference.v1.GenerateResponse
-	(*Chunk)(nil),                // 9: inference.v1.Chunk
-	(*TokenLogprob)(nil),         // 10: inference.v1.TokenLogprob
-	(*TopLogprob)(nil),           // 11: inference.v1.TopLogprob
-	(*Final)(nil),                // 12: inference.v1.Final
-	(*Usage)(nil),                // 13: inference.v1.Usage
-	(*Timings)(nil),              // 14: inference.v1.Timings
-	(*ChatRequest)(nil),          // 15: inference.v1.ChatRequest
-	(*ChatTurn)(nil),             // 16: inference.v1.ChatTurn
-	(*ChatCancel)(nil),           // 17: inference.v1.ChatCancel
-	(*ChatMessage)(nil),          // 18: inference.v1.ChatMessage
-	(*ChatResponse)(nil),         // 19: inference.v1.ChatResponse
-	(*LoadReport)(nil),           // 20: inference.v1.LoadReport
-	(*TurnError)(nil),            // 21: inference.v1.TurnError
-	(*TokenizeRequest)(nil),      // 22: inference.v1.TokenizeRequest
-	(*TokenizeResponse)(nil),     // 23: inference.v1.TokenizeResponse
-	(*DetokenizeRequest)(nil),    // 24: inference.v1.DetokenizeRequest
-	(*DetokenizeResponse)(nil),   // 25: inference.v1.DetokenizeResponse
-	(*GetModelInfoRequest)(nil),  // 26: inference.v1.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil), // 27: inference.v1.GetModelInfoResponse
-	(*TensorTypeCount)(nil),      // 28: inference.v1.TensorTypeCount
-	(*KVCacheInfo)(nil),          // 29: inference.v1.KVCacheInfo
-	nil,                          // 30: inference.v1.LoadReport.NamedMetricsEntry
-	nil,                          // 31: inference.v1.TurnError.MetadataEntry
-	(*durationpb.Duration)(nil),  // 32: google.protobuf.Duration
+	(*ResponseFormat)(nil),       // 4: inference.v1.ResponseFormat
+	(*JsonSchema)(nil),           // 5: inference.v1.JsonSchema
+	(*Choice)(nil),               // 6: inference.v1.Choice
+	(*TokenIds)(nil),             // 7: inference.v1.TokenIds
+	(*SamplingParams)(nil),       // 8: inference.v1.SamplingParams
+	(*StoppingCriteria)(nil),     // 9: inference.v1.StoppingCriteria
+	(*LogprobOptions)(nil),       // 10: inference.v1.LogprobOptions
+	(*GenerateResponse)(nil),     // 11: inference.v1.GenerateResponse
+	(*Chunk)(nil),                // 12: inference.v1.Chunk
+	(*TokenLogprob)(nil),         // 13: inference.v1.TokenLogprob
+	(*TopLogprob)(nil),           // 14: inference.v1.TopLogprob
+	(*Final)(nil),                // 15: inference.v1.Final
+	(*Usage)(nil),                // 16: inference.v1.Usage
+	(*Timings)(nil),              // 17: inference.v1.Timings
+	(*ChatRequest)(nil),          // 18: inference.v1.ChatRequest
+	(*ChatTurn)(nil),             // 19: inference.v1.ChatTurn
+	(*ChatCancel)(nil),           // 20: inference.v1.ChatCancel
+	(*ChatMessage)(nil),          // 21: inference.v1.ChatMessage
+	(*ChatResponse)(nil),         // 22: inference.v1.ChatResponse
+	(*LoadReport)(nil),           // 23: inference.v1.LoadReport
+	(*TurnError)(nil),            // 24: inference.v1.TurnError
+	(*TokenizeRequest)(nil),      // 25: inference.v1.TokenizeRequest
+	(*TokenizeResponse)(nil),     // 26: inference.v1.TokenizeResponse
+	(*DetokenizeRequest)(nil),    // 27: inference.v1.DetokenizeRequest
+	(*DetokenizeResponse)(nil),   // 28: inference.v1.DetokenizeResponse
+	(*GetModelInfoRequest)(nil),  // 29: inference.v1.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil), // 30: inference.v1.GetModelInfoResponse
+	(*TensorTypeCount)(nil),      // 31: inference.v1.TensorTypeCount
+	(*KVCacheInfo)(nil),          // 32: inference.v1.KVCacheInfo
+	nil,                          // 33: inference.v1.LoadReport.NamedMetricsEntry
+	nil,                          // 34: inference.v1.TurnError.MetadataEntry
+	(*durationpb.Duration)(nil),  // 35: google.protobuf.Duration
 }
 var file_inference_v1_inference_service_proto_depIdxs = []int32{
-	4,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
-	5,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
-	6,  // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
-	7,  // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
-	9,  // 4: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
-	12, // 5: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
-	10, // 6: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
-	11, // 7: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
-	0,  // 8: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
-	13, // 9: inference.v1.Final.usage:type_name -> inference.v1.Usage
-	14, // 10: inference.v1.Final.timings:type_name -> inference.v1.Timings
-	32, // 11: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	32, // 12: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	32, // 13: inference.v1.Timings.total:type_name -> google.protobuf.Duration
-	16, // 14: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
-	17, // 15: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
-	18, // 16: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
-	5,  // 17: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
-	6,  // 18: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
-	7,  // 19: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
-	1,  // 20: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
-	2,  // 21: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
-	9,  // 22: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
-	12, // 23: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
-	21, // 24: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
-	20, // 25: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
-	30, // 26: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
-	31, // 27: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
-	28, // 28: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
-	29, // 29: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
-	3,  // 30: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
-	15, // 31: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
-	22, // 32: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
-	24, // 33: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
-	26, // 34: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
-	8,  // 35: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
-	19, // 36: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
-	23, // 37: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
-	25, // 38: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
-	27, // 39: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
-	35, // [35:40] is the sub-list for method output_type
-	30, // [30:35] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	7,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
+	8,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
+	9,  // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
+	10, // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
+	4,  // 4: inference.v1.GenerateRequest.response_format:type_name -> inference.v1.ResponseFormat
+	5,  // 5: inference.v1.ResponseFormat.json_schema:type_name -> inference.v1.JsonSchema
+	6,  // 6: inference.v1.ResponseFormat.choice:type_name -> inference.v1.Choice
+	12, // 7: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
+	15, // 8: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
+	13, // 9: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
+	14, // 10: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
+	0,  // 11: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
+	16, // 12: inference.v1.Final.usage:type_name -> inference.v1.Usage
+	17, // 13: inference.v1.Final.timings:type_name -> inference.v1.Timings
+	35, // 14: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	35, // 15: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	35, // 16: inference.v1.Timings.total:type_name -> google.protobuf.Duration
+	19, // 17: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
+	20, // 18: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
+	21, // 19: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
+	8,  // 20: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
+	9,  // 21: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
+	10, // 22: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
+	1,  // 23: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
+	4,  // 24: inference.v1.ChatTurn.response_format:type_name -> inference.v1.ResponseFormat
+	2,  // 25: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
+	12, // 26: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
+	15, // 27: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
+	24, // 28: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
+	23, // 29: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
+	33, // 30: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
+	34, // 31: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
+	31, // 32: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
+	32, // 33: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
+	3,  // 34: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
+	18, // 35: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
+	25, // 36: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
+	27, // 37: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
+	29, // 38: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
+	11, // 39: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
+	22, // 40: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
+	26, // 41: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
+	28, // 42: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
+	30, // 43: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
+	39, // [39:44] is the sub-list for method output_type
+	34, // [34:39] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_inference_v1_inference_service_proto_init() }
@@ -2547,15 +2854,22 @@ func file_inference_v1_inference_service_proto_init() {
 		(*GenerateRequest_Text)(nil),
 		(*GenerateRequest_TokenIds)(nil),
 	}
-	file_inference_v1_inference_service_proto_msgTypes[5].OneofWrappers = []any{
+	file_inference_v1_inference_service_proto_msgTypes[1].OneofWrappers = []any{
+		(*ResponseFormat_JsonSchema)(nil),
+		(*ResponseFormat_JsonObject)(nil),
+		(*ResponseFormat_Regex)(nil),
+		(*ResponseFormat_Grammar)(nil),
+		(*ResponseFormat_Choice)(nil),
+	}
+	file_inference_v1_inference_service_proto_msgTypes[8].OneofWrappers = []any{
 		(*GenerateResponse_Chunk)(nil),
 		(*GenerateResponse_Final)(nil),
 	}
-	file_inference_v1_inference_service_proto_msgTypes[12].OneofWrappers = []any{
+	file_inference_v1_inference_service_proto_msgTypes[15].OneofWrappers = []any{
 		(*ChatRequest_Turn)(nil),
 		(*ChatRequest_Cancel)(nil),
 	}
-	file_inference_v1_inference_service_proto_msgTypes[16].OneofWrappers = []any{
+	file_inference_v1_inference_service_proto_msgTypes[19].OneofWrappers = []any{
 		(*ChatResponse_Chunk)(nil),
 		(*ChatResponse_Final)(nil),
 		(*ChatResponse_Error)(nil),
@@ -2566,7 +2880,7 @@ func file_inference_v1_inference_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_v1_inference_service_proto_rawDesc), len(file_inference_v1_inference_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

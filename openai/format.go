@@ -1,0 +1,120 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/weft-inference/weft/runtime/constrain"
+	"github.com/weft-inference/weft/runtime/sample"
+)
+
+// responseFormat is OpenAI's response_format: {"type": "text"},
+// {"type": "json_object"} or {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict"}}.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// formatParams are the structured-output parameters: OpenAI's
+// response_format and vLLM's guided_json, guided_regex, guided_choice and
+// guided_grammar. At most one may be given.
+type formatParams struct {
+	ResponseFormat *responseFormat `json:"response_format"`
+	GuidedJSON     json.RawMessage `json:"guided_json"`
+	GuidedRegex    *string         `json:"guided_regex"`
+	GuidedChoice   []string        `json:"guided_choice"`
+	GuidedGrammar  *string         `json:"guided_grammar"`
+}
+
+// vocabTokenizer is implemented by a Tokenizer that can tell each token's
+// output bytes (*tokenizer.Tokenizer does); structured output needs it.
+type vocabTokenizer interface {
+	TokenBytes(id int32) []byte
+	EOGs() []int32
+	VocabSize() int
+}
+
+// maxCachedFormats bounds the compiled formats kept.
+const maxCachedFormats = 64
+
+// formatCache is built over the model's vocabulary on first use.
+type formatCache struct {
+	once  sync.Once
+	cache *constrain.Cache // nil when the tokenizer cannot report token bytes
+}
+
+type constraintSource struct{ c *constrain.Constraint }
+
+func (s constraintSource) NewState() sample.ConstraintState { return s.c.Start() }
+
+// constraint compiles the request's format (nil: none).
+func (h *Handler) constraint(p formatParams) (sample.Constraint, error) {
+	var f constrain.Format
+	param, n := "", 0
+	if rf := p.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			f.JSONObject, param, n = true, "response_format", n+1
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+				return nil, badParam("response_format", "json_schema.schema is required")
+			}
+			f.JSONSchema, param, n = string(rf.JSONSchema.Schema), "response_format", n+1
+		default:
+			return nil, badParam("response_format", "type %q: want text, json_object or json_schema", rf.Type)
+		}
+	}
+	if len(p.GuidedJSON) > 0 && string(p.GuidedJSON) != "null" {
+		schema := string(p.GuidedJSON)
+		var s string
+		if json.Unmarshal(p.GuidedJSON, &s) == nil { // vLLM accepts the schema as a string too
+			schema = s
+		}
+		f.JSONSchema, param, n = schema, "guided_json", n+1
+	}
+	if p.GuidedRegex != nil {
+		f.Regex, param, n = *p.GuidedRegex, "guided_regex", n+1
+	}
+	if p.GuidedChoice != nil {
+		f.Choice, param, n = p.GuidedChoice, "guided_choice", n+1
+	}
+	if p.GuidedGrammar != nil {
+		f.Grammar, param, n = *p.GuidedGrammar, "guided_grammar", n+1
+	}
+	switch {
+	case n == 0:
+		return nil, nil
+	case n > 1:
+		return nil, badParam(param, "only one of response_format, guided_json, guided_regex, guided_choice and guided_grammar may be set")
+	}
+	fc := &h.formats
+	fc.once.Do(func() {
+		vt, ok := h.cfg.Tokenizer.(vocabTokenizer)
+		if !ok {
+			return
+		}
+		pieces := make([][]byte, vt.VocabSize())
+		for i := range pieces {
+			pieces[i] = vt.TokenBytes(int32(i))
+		}
+		fc.cache = constrain.NewCache(pieces, vt.EOGs(), maxCachedFormats)
+	})
+	if fc.cache == nil {
+		return nil, badParam(param, "the model's tokenizer cannot report token bytes")
+	}
+	c, err := fc.cache.Get(f)
+	if err != nil {
+		if errors.Is(err, constrain.ErrInvalid) {
+			return nil, badParam(param, "%v", err)
+		}
+		return nil, err
+	}
+	return constraintSource{c}, nil
+}
