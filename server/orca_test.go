@@ -149,14 +149,18 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 			}()
 		}
 	}
-	// settle runs steps until the published Stats show running and
-	// waiting; the model then blocks in its next step, so they stay put.
+	// settle runs steps one at a time until the published Stats show
+	// running and waiting. Each step is let through alone and waited for
+	// until its Stats are published; the model then blocks at the gate of
+	// the next step, so nothing moves while the caller reads the reports.
 	settle := func(running, waiting int) scheduler.Stats {
 		t.Helper()
 		for range 10000 {
-			// The first step completes (and publishes) before the second starts.
+			before := h.sched.Stats().Steps
 			h.model.Gate <- struct{}{}
-			h.model.Gate <- struct{}{}
+			for h.sched.Stats().Steps == before {
+				time.Sleep(50 * time.Microsecond)
+			}
 			if st := h.sched.Stats(); st.Running == running && st.Waiting == waiting {
 				return st
 			}
