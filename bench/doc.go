@@ -35,6 +35,16 @@
 // length exact, and a request that returns another count fails. Workload.
 // Request(i) depends only on the seed and i, so runs are repeatable.
 //
+// # Structured output
+//
+// Config.ResponseFormat (`weft bench --response-format FILE`) sends one
+// ResponseFormat on every request. A constrained output ends when the
+// format's automaton accepts, so its length cannot be forced: ignore_eos
+// is off, the drawn output length is only max_tokens, a request counts as
+// completed on a finish reason of EOS, stop sequence or length, and its
+// tokens are the final usage's. Result.FinishReasons says how many
+// outputs the format ended (eos) and how many max_tokens cut (length).
+//
 // # Measurements
 //
 // Per request (Record), timed on the client from the moment Generate is

@@ -32,6 +32,10 @@ type Record struct {
 	OutputTokens int
 	// QueueWait is the server's queue time from the final message's timings.
 	QueueWait time.Duration
+	// Finish is the final message's finish reason ("eos", "length",
+	// "stop_sequence"; over the OpenAI protocol "stop" or "length");
+	// empty when no final message arrived.
+	Finish string
 	// Target is the address of the server that took the request (the RPC's
 	// peer); empty when the stream never reached one.
 	Target string

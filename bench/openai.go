@@ -40,6 +40,9 @@ func RunOpenAI(ctx context.Context, oc OpenAIConfig, cfg Config) (Result, error)
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
+	if cfg.ResponseFormat != nil {
+		return Result{}, errors.New("bench: a response format is sent over gRPC only")
+	}
 	if oc.HTTP == nil {
 		oc.HTTP = &http.Client{}
 	}
@@ -189,6 +192,7 @@ func (oc *OpenAIConfig) send(ctx context.Context, cfg *Config, s Spec, t0 time.T
 	if err := sc.Err(); err != nil {
 		return fail(err)
 	}
+	r.Finish = finish
 	switch {
 	case !done:
 		return fail(errors.New("stream ended without [DONE]"))

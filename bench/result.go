@@ -43,6 +43,14 @@ type Result struct {
 	InputTokensPerSecond float64 `json:"input_tokens_per_second"`
 	TotalInputTokens     int     `json:"total_input_tokens"`
 	TotalOutputTokens    int     `json:"total_output_tokens"`
+	// FinishReasons counts the completed requests by finish reason
+	// (Record.Finish): with ignore_eos every one is "length"; with a
+	// response format, "eos" when the constraint accepted and "length"
+	// when max_tokens cut the output first.
+	FinishReasons map[string]int `json:"finish_reasons,omitempty"`
+	// ResponseFormat is the response format sent on every request, as
+	// protojson; empty when none.
+	ResponseFormat string `json:"response_format,omitempty"`
 
 	TTFT  Summary `json:"ttft_ms"`
 	TPOT  Summary `json:"tpot_ms"`
@@ -79,6 +87,12 @@ func NewResult(recs []Record, duration time.Duration, slo SLO, byLen bool) Resul
 		}
 		r.Completed++
 		r.TotalInputTokens += recs[i].PromptTokens
+		if f := recs[i].Finish; f != "" {
+			if r.FinishReasons == nil {
+				r.FinishReasons = map[string]int{}
+			}
+			r.FinishReasons[f]++
+		}
 	}
 	l := Aggregate(recs)
 	r.TotalOutputTokens = l.OutputTokens
@@ -136,10 +150,20 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	p("load\t%s\n", r.Mode)
 	p("workload\t%s (seed %d)\n", r.Workload, r.Seed)
+	if r.ResponseFormat != "" {
+		p("response format\t%s\n", r.ResponseFormat)
+	}
 	p("requests\t%d measured (+%d warm-up), %d completed, %d failed\n", r.Requests, r.Warmup, r.Completed, r.Failed)
 	p("duration\t%.2f s\n", r.DurationS)
 	p("throughput\t%.2f req/s, %.1f output tok/s, %.1f input tok/s\n",
 		r.RequestThroughput, r.OutputTokensPerSecond, r.InputTokensPerSecond)
+	if len(r.FinishReasons) > 0 {
+		var fr []string
+		for _, k := range slices.Sorted(maps.Keys(r.FinishReasons)) {
+			fr = append(fr, fmt.Sprintf("%s %d", k, r.FinishReasons[k]))
+		}
+		p("finish\t%s\n", strings.Join(fr, ", "))
+	}
 	for _, t := range slices.Sorted(maps.Keys(r.ByTarget)) {
 		p("target %s\t%d requests, %d output tokens\n", t, r.ByTarget[t].Requests, r.ByTarget[t].OutputTokens)
 	}

@@ -18,6 +18,7 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Client is the part of the generated InferenceServiceClient the load
@@ -60,6 +61,13 @@ type Config struct {
 	// IgnoreEOS asks the server to generate exactly OutputLen tokens; a
 	// request that returns another count then counts as failed.
 	IgnoreEOS bool
+	// ResponseFormat, when set, is sent on every request (structured
+	// output). A constrained output ends when its automaton accepts, so
+	// its length cannot be forced: IgnoreEOS must be off, OutputLen is
+	// only the max_tokens cap, and a request counts as completed on a
+	// finish reason of EOS, stop or length, its tokens counted from the
+	// final usage. gRPC only.
+	ResponseFormat *inferencev1.ResponseFormat
 	// SLO, when set, adds goodput to the result.
 	SLO SLO
 	// Describe names the workload in the result (defaults to the lengths).
@@ -89,6 +97,8 @@ func (c *Config) validate() error {
 		return errors.New("bench: burstiness must be positive")
 	case c.PromptLen == nil || c.OutputLen == nil:
 		return errors.New("bench: prompt and output lengths are required")
+	case c.ResponseFormat != nil && c.IgnoreEOS:
+		return errors.New("bench: a response format ends outputs when it accepts: turn ignore_eos off")
 	}
 	if c.Describe == "" {
 		c.Describe = fmt.Sprintf("prompt %s, output %s", c.PromptLen, c.OutputLen)
@@ -133,6 +143,13 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 	}
 	res, err := runLoad(ctx, &cfg, w, func(ctx context.Context, s Spec, t0 time.Time) Record { return send(ctx, c, &cfg, s, t0) })
 	res.Model = info.GetName()
+	if cfg.ResponseFormat != nil {
+		if b, err := protojson.Marshal(cfg.ResponseFormat); err == nil {
+			res.ResponseFormat = string(b)
+		} else {
+			res.ResponseFormat = cfg.ResponseFormat.String()
+		}
+	}
 	return res, err
 }
 
@@ -310,6 +327,7 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 			MaxTokens: int32(s.OutputLen),
 			IgnoreEos: cfg.IgnoreEOS,
 		},
+		ResponseFormat: cfg.ResponseFormat,
 	}
 	if s.Prompt == nil {
 		req.Prompt = &inferencev1.GenerateRequest_Text{Text: s.Text}
@@ -365,6 +383,7 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	r.OutputTokens = int(final.GetUsage().GetCompletionTokens())
 	r.PromptTokens = int(final.GetUsage().GetPromptTokens())
 	r.QueueWait = final.GetTimings().GetQueueWait().AsDuration()
+	r.Finish = finishName(final.GetFinishReason())
 	switch reason := final.GetFinishReason(); reason {
 	case inferencev1.FinishReason_FINISH_REASON_EOS, inferencev1.FinishReason_FINISH_REASON_LENGTH,
 		inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE:
@@ -380,6 +399,12 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	}
 	target()
 	return r
+}
+
+// finishName is a finish reason as Result.FinishReasons keys it: the enum
+// name without its prefix, lower case ("eos", "length", "stop_sequence").
+func finishName(f inferencev1.FinishReason) string {
+	return strings.ToLower(strings.TrimPrefix(f.String(), "FINISH_REASON_"))
 }
 
 // maxVocabProbe caps how many token ids PromptVocab checks.

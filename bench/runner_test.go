@@ -143,6 +143,42 @@ func TestRunFailsOnWrongLength(t *testing.T) {
 	}
 }
 
+// TestRunResponseFormat: the format goes out on every request without
+// ignore_eos, and outputs shorter than max_tokens count as completed, by
+// their finish reason.
+func TestRunResponseFormat(t *testing.T) {
+	fake := &benchtest.Server{ShortBy: 4}
+	cfg := seedConfig()
+	cfg.IgnoreEOS = false
+	cfg.ResponseFormat = &inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_Regex{Regex: "[a-z]+"}}
+	res, err := Run(t.Context(), dial(t, fake), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatalf("Err() = %v, want every request completed", err)
+	}
+	if diff := cmp.Diff(map[string]int{"eos": 12}, res.FinishReasons); diff != "" {
+		t.Errorf("finish reasons (-want +got):\n%s", diff)
+	}
+	if want := 4 * (2 + 46 + 296); res.TotalOutputTokens != want {
+		t.Errorf("total output tokens %d, want %d (max_tokens less ShortBy, from the usage)", res.TotalOutputTokens, want)
+	}
+	if want := `{"regex":"[a-z]+"}`; strings.ReplaceAll(res.ResponseFormat, " ", "") != want {
+		t.Errorf("ResponseFormat = %s, want %s", res.ResponseFormat, want)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 14 {
+		t.Fatalf("%d requests reached the server, want 14 (2 warm-up + 12)", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.GetResponseFormat().GetRegex() != "[a-z]+" || r.GetStopping().GetIgnoreEos() {
+			t.Errorf("request %s: response_format %v, ignore_eos %v; want the regex and false",
+				r.GetRequestId(), r.GetResponseFormat(), r.GetStopping().GetIgnoreEos())
+		}
+	}
+}
+
 func TestRunWarmupFailure(t *testing.T) {
 	fake := &benchtest.Server{Fail: map[string]bool{"bench--1": true}}
 	if _, err := Run(t.Context(), dial(t, fake), seedConfig()); err == nil {
@@ -224,6 +260,9 @@ func TestConfigValidate(t *testing.T) {
 		"no concurrency nor rate":    func(c *Config) { c.Concurrency = 0 },
 		"negative rate":              func(c *Config) { c.Rate = -1 },
 		"no lengths":                 func(c *Config) { c.OutputLen = nil },
+		"response format with ignore_eos": func(c *Config) {
+			c.ResponseFormat = &inferencev1.ResponseFormat{Format: &inferencev1.ResponseFormat_JsonObject{JsonObject: true}}
+		},
 	} {
 		c := ok
 		mut(&c)

@@ -23,7 +23,8 @@ import (
 // 0 <unk>, 1 BOS, 2 EOS (end of generation), 3..10 control bytes (they
 // decode to text a prompt should not contain), and from 11 on the words
 // " w11", " w12", ... that tokenize back to their id. Generate streams
-// max_tokens tokens in chunks of ChunkSize, then a final message.
+// max_tokens tokens in chunks of ChunkSize, then a final message (finish
+// reason length, or EOS when ShortBy cut the output short).
 type Server struct {
 	inferencev1.UnimplementedInferenceServiceServer
 
@@ -176,8 +177,12 @@ func (s *Server) Generate(r *inferencev1.GenerateRequest, st grpc.ServerStreamin
 			return status.Error(codes.Unavailable, fmt.Sprintf("injected failure for %s", r.GetRequestId()))
 		}
 	}
+	finish := inferencev1.FinishReason_FINISH_REASON_LENGTH
+	if s.ShortBy > 0 {
+		finish = inferencev1.FinishReason_FINISH_REASON_EOS
+	}
 	return st.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Final{Final: &inferencev1.Final{
-		FinishReason: inferencev1.FinishReason_FINISH_REASON_LENGTH,
+		FinishReason: finish,
 		Usage:        &inferencev1.Usage{PromptTokens: int32(len(prompt)), CompletionTokens: int32(n)},
 		Timings: &inferencev1.Timings{
 			QueueWait:        durationpb.New(time.Millisecond),

@@ -17,6 +17,7 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/bench"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func init() {
@@ -68,6 +69,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	outputLen := fs.String("output-len", "64", "output length (same forms, or cycle:A,B,C)")
 	outputLens := fs.String("output-lens", "", "comma-separated output lengths the requests cycle through (e.g. 6,50,300); overrides --output-len")
 	ignoreEOS := fs.Bool("ignore-eos", true, "generate exactly the requested output length (a request returning another count fails)")
+	responseFormat := fs.String("response-format", "", "structured output: a `FILE` holding a ResponseFormat in protojson (e.g. {\"json_schema\": {\"schema\": \"...\"}}), sent on every request; outputs then end when the format accepts, so ignore_eos is off and --output-len is only the max_tokens cap (gRPC only)")
 	sloTTFT := fs.Duration("slo-ttft", 0, "goodput: time-to-first-token target (e.g. 200ms)")
 	sloTPOT := fs.Duration("slo-tpot", 0, "goodput: time-per-output-token target (e.g. 20ms)")
 	format := fs.String("format", "table", "output: table or json")
@@ -98,6 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *protocol != "grpc" && *protocol != "openai" {
 		return fmt.Errorf("--protocol must be grpc or openai, got %q", *protocol)
 	}
+	var err error
 	cfg := bench.Config{
 		Concurrency: *concurrency, Rate: *rate, Burstiness: *burstiness,
 		Warmup: *warmup, Seed: *seed, IgnoreEOS: *ignoreEOS, TextPrompts: *textPrompts,
@@ -105,6 +108,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *rate == 0 && *concurrency == 0 {
 		cfg.Concurrency = 8
+	}
+	if *responseFormat != "" {
+		if set["ignore-eos"] && *ignoreEOS {
+			return errors.New("--response-format ends outputs when the format accepts: it cannot be combined with --ignore-eos")
+		}
+		if *protocol != "grpc" {
+			return errors.New("--response-format is sent over gRPC only")
+		}
+		if cfg.ResponseFormat, err = readResponseFormat(*responseFormat); err != nil {
+			return err
+		}
+		cfg.IgnoreEOS = false
 	}
 	if *duration > 0 {
 		if set["requests"] {
@@ -130,7 +145,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *outputLens != "" {
 		ol = "cycle:" + *outputLens
 	}
-	var err error
 	if cfg.PromptLen, err = bench.ParseLengthDist(pl); err != nil {
 		return fmt.Errorf("--prompt-len: %w", err)
 	}
@@ -325,6 +339,22 @@ func readResult(path string) (bench.Result, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
+}
+
+// readResponseFormat reads a ResponseFormat in protojson from path.
+func readResponseFormat(path string) (*inferencev1.ResponseFormat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--response-format: %w", err)
+	}
+	f := &inferencev1.ResponseFormat{}
+	if err := protojson.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("--response-format %s: %w", path, err)
+	}
+	if f.GetFormat() == nil {
+		return nil, fmt.Errorf("--response-format %s: no format set (want json_schema, json_object, regex, grammar or choice)", path)
+	}
+	return f, nil
 }
 
 // isTerminal reports whether f is a character device (a terminal).

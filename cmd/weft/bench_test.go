@@ -149,6 +149,40 @@ func TestBenchCompare(t *testing.T) {
 	}
 }
 
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestBenchResponseFormat: --response-format sends the file's format on
+// every request and reports the finish reasons.
+func TestBenchResponseFormat(t *testing.T) {
+	fake := &benchtest.Server{ShortBy: 2}
+	schema := `{"json_schema": {"schema": "{\"type\":\"object\"}", "name": "obj"}}`
+	m, err := benchJSON(t, fake, "--response-format", writeFile(t, "f.json", schema))
+	if err != nil {
+		t.Fatalf("runBench: %v", err)
+	}
+	if m["failed"] != 0.0 {
+		t.Errorf("failed %v, want 0", m["failed"])
+	}
+	if diff := cmp.Diff(map[string]any{"eos": 9.0}, m["finish_reasons"]); diff != "" {
+		t.Errorf("finish_reasons (-want +got):\n%s", diff)
+	}
+	if s, _ := m["response_format"].(string); !strings.Contains(s, "jsonSchema") {
+		t.Errorf("response_format %q, want the format sent", s)
+	}
+	for _, r := range fake.Requests() {
+		if got := r.GetResponseFormat().GetJsonSchema().GetSchema(); got != `{"type":"object"}` || r.GetStopping().GetIgnoreEos() {
+			t.Errorf("request %s: schema %q, ignore_eos %v", r.GetRequestId(), got, r.GetStopping().GetIgnoreEos())
+		}
+	}
+}
+
 func TestBenchFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--format", "xml"},
@@ -160,6 +194,11 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--protocol", "rest"},
 		{"--protocol", "openai", "--targets", "a:1,b:2"},
 		{"--protocol", "openai", "--url", "http://127.0.0.1:1", "--requests", "1", "--warmup", "0"},
+		{"--response-format", "/nonexistent/format.json"},
+		{"--response-format", writeFile(t, "bad.json", `{"json_schema": {"schema": 1}}`)},
+		{"--response-format", writeFile(t, "empty.json", `{}`)},
+		{"--response-format", writeFile(t, "ok.json", `{"json_object": true}`), "--ignore-eos"},
+		{"--response-format", writeFile(t, "ok.json", `{"json_object": true}`), "--protocol", "openai"},
 	} {
 		var out, errb bytes.Buffer
 		if err := runBench(t.Context(), args, &out, &errb); err == nil {
