@@ -96,7 +96,7 @@ get_source() {
 		echo "== llama.cpp source: node-llama-cpp@3.22.1's bundled release"
 		(cd "$work" && npm pack --silent node-llama-cpp@3.22.1 >/dev/null &&
 			rm -rf package && tar xzf node-llama-cpp-3.22.1.tgz &&
-			git clone -q package/llama/gitRelease.bundle llama.cpp)
+			git -c advice.detachedHead=false clone -q package/llama/gitRelease.bundle llama.cpp)
 	fi
 	echo "llama.cpp source: $src ($(git -C "$src" describe --tags --always 2>/dev/null || echo 'no git tag'))"
 }
