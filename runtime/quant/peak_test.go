@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,6 +62,9 @@ func TestBandwidthSets(t *testing.T) {
 
 func TestDecodeBandwidth(t *testing.T) {
 	const llc = 32 << 20
+	// mix: weights of w MiB, 32 MiB of them from the cache at c GB/s and
+	// the rest from memory at s GB/s.
+	mix := func(w, s, c float64) float64 { return w / ((w-32)/s + 32/c) }
 	for _, tc := range []struct {
 		name    string
 		p       Peaks
@@ -68,22 +72,30 @@ func TestDecodeBandwidth(t *testing.T) {
 		want    float64
 		why     string
 	}{
-		{"weights beyond the cache", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, 143 << 20, 25,
-			"weights (143 MiB) exceed the 32 MiB last-level cache: streaming bandwidth"},
+		{"weights beyond the cache", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, 160 << 20, mix(160, 25, 90),
+			"weights (160 MiB) exceed the 32 MiB last-level cache: streaming bandwidth for 128 MiB, in-cache for the rest"},
+		{"weights far beyond the cache", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, 32 << 30, mix(32<<10, 25, 90),
+			"weights (32 GiB) exceed the 32 MiB last-level cache: streaming bandwidth for 32 GiB, in-cache for the rest"},
 		{"weights in the cache", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, 20 << 20, 90,
 			"weights (20 MiB) fit the 32 MiB last-level cache: in-cache bandwidth"},
-		{"weights the cache's size", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, llc, 25,
-			"weights (32 MiB) exceed the 32 MiB last-level cache: streaming bandwidth"},
+		{"weights the cache's size", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: llc}, llc, 90,
+			"weights (32 MiB) fit the 32 MiB last-level cache: in-cache bandwidth"},
 		{"in-cache measured below streaming", Peaks{BandwidthGBs: 30, CacheBandwidthGBs: 20, LLCBytes: llc}, 1 << 20, 30,
 			"weights (1.0 MiB) fit the 32 MiB last-level cache: in-cache bandwidth"},
+		{"in-cache below streaming, weights beyond", Peaks{BandwidthGBs: 30, CacheBandwidthGBs: 20, LLCBytes: llc}, 64 << 20, 30,
+			"weights (64 MiB) exceed the 32 MiB last-level cache: streaming bandwidth for 32 MiB, in-cache for the rest"},
 		{"cache unknown", Peaks{BandwidthGBs: 25}, 1 << 20, 25, "last-level cache unknown: streaming bandwidth"},
 		{"no in-cache figure", Peaks{BandwidthGBs: 25, LLCBytes: llc}, 1 << 20, 25, "last-level cache unknown: streaming bandwidth"},
 		{"small weights", Peaks{BandwidthGBs: 25, CacheBandwidthGBs: 90, LLCBytes: 110 << 20}, 1000, 90,
 			"weights (1000 B) fit the 110 MiB last-level cache: in-cache bandwidth"},
 	} {
 		got, why := tc.p.DecodeBandwidth(tc.weights)
-		if got != tc.want || why != tc.why {
+		if math.Abs(got-tc.want) > 1e-9*tc.want || why != tc.why {
 			t.Errorf("%s: %v, %q; want %v, %q", tc.name, got, why, tc.want, tc.why)
+		}
+		// Never below the streaming rate, never above the in-cache one.
+		if got < tc.p.BandwidthGBs || got > max(tc.p.BandwidthGBs, tc.p.CacheBandwidthGBs) {
+			t.Errorf("%s: %v outside [%v, %v]", tc.name, got, tc.p.BandwidthGBs, max(tc.p.BandwidthGBs, tc.p.CacheBandwidthGBs))
 		}
 	}
 }
