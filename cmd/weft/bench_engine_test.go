@@ -14,12 +14,18 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 func TestBenchEngineJSON(t *testing.T) {
 	var got struct {
-		WeightBytes int64 `json:"weight_bytes"`
-		Results     []struct {
+		WeightBytes  int64   `json:"weight_bytes"`
+		Bandwidth    float64 `json:"bandwidth_gbs"`
+		BandwidthWhy string  `json:"bandwidth_why"`
+		Stream       float64 `json:"stream_bandwidth_gbs"`
+		Cache        float64 `json:"cache_bandwidth_gbs"`
+		LLC          int64   `json:"llc_bytes"`
+		Results      []struct {
 			Name         string  `json:"name"`
 			Seqs         int     `json:"seqs"`
 			TokensPerSec float64 `json:"tokens_per_second"`
@@ -39,8 +45,28 @@ func TestBenchEngineJSON(t *testing.T) {
 	if b1, b3 := got.Results[1].Bound, got.Results[2].Bound; b1 <= 0 || b3 < 2.99*b1 || b3 > 3.01*b1 {
 		t.Errorf("bounds %v and %v: want the 3-sequence bound 3x the 1-sequence one", b1, b3)
 	}
+	// The bound's bandwidth is the measured one the weights' size calls for.
+	wantBW, wantWhy := quant.Peaks{BandwidthGBs: got.Stream, CacheBandwidthGBs: got.Cache, LLCBytes: got.LLC}.DecodeBandwidth(got.WeightBytes)
+	if got.Bandwidth != wantBW || got.BandwidthWhy != wantWhy || !(got.Stream > 0) {
+		t.Errorf("bandwidth %v (%q) from streaming %v, in-cache %v, LLC %d; want %v (%q)",
+			got.Bandwidth, got.BandwidthWhy, got.Stream, got.Cache, got.LLC, wantBW, wantWhy)
+	}
 	if err := runBench(context.Background(), []string{"--engine", "--seqs", "0"}, io.Discard, io.Discard); err == nil {
 		t.Error("--seqs 0 accepted")
+	}
+}
+
+// TestBenchEngineBandwidthFlag: --bandwidth-gbs is the bound's bandwidth,
+// whatever the cache, and the output says so.
+func TestBenchEngineBandwidthFlag(t *testing.T) {
+	var got struct {
+		Bandwidth    float64 `json:"bandwidth_gbs"`
+		BandwidthWhy string  `json:"bandwidth_why"`
+	}
+	runEngineJSON(t, &got, "--seqs", "1", "--prompt", "8", "--steps", "1", "--prompt-reps", "1",
+		"--gflops", "10", "--int8-gops", "10", "--bandwidth-gbs", "7")
+	if got.Bandwidth != 7 || got.BandwidthWhy != "--bandwidth-gbs" {
+		t.Errorf("bandwidth %v (%q), want 7 (--bandwidth-gbs)", got.Bandwidth, got.BandwidthWhy)
 	}
 }
 

@@ -129,8 +129,9 @@ void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, f
 // thread and returns the operations done: float FMAs (kind 0) or VNNI int8
 // dot products (kind 1; 0 where the CPU has none). sink keeps the result.
 double weft_peak(int isa, int kind, long iters, double *sink);
-// weft_stream_sum reads n floats once, for the memory bandwidth.
-float weft_stream_sum(const float *p, long n);
+// weft_stream_sum reads n floats once and returns their sum (in any order),
+// for the memory and cache bandwidths.
+float weft_stream_sum(int isa, const float *p, long n);
 
 // ---- shared by the translation units ----
 

@@ -153,6 +153,8 @@ func peakOps(kind int, iters int) float64 {
 	return float64(C.weft_peak(C.int(activeISA-isaC), C.int(kind), C.long(iters), &sink))
 }
 
+// streamSum returns the sum of p (in any order), reading it once at the
+// widest loads this CPU has.
 func streamSum(p []float32) float32 {
-	return float32(C.weft_stream_sum((*C.float)(&p[0]), C.long(len(p))))
+	return float32(C.weft_stream_sum(C.int(max(activeISA-isaC, 0)), (*C.float)(&p[0]), C.long(len(p))))
 }
