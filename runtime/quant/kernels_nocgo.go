@@ -9,15 +9,6 @@ func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte
 	return nil
 }
 
-const (
-	statusOK          = 0
-	statusNoMemory    = -2
-	statusUnsupported = -1
-)
-
-// injectKernelFailure: without cgo there are no C kernels to fail.
-func injectKernelFailure(int) bool { return false }
-
 func usesQuantizedActivations(isa isaKind, w Weight, n int) bool { return false }
 
 func dotC(isa isaKind, a, b []float32) float32 { return dotGo(a, b) }
