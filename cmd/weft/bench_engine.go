@@ -38,6 +38,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	gflops := fs.Float64("gflops", 0, "float arithmetic peak (GFLOP/s) for the stated compute bound (0: measure it, vfmadd231ps chains in registers on every compute thread)")
 	int8Gops := fs.Float64("int8-gops", 0, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (0: measure it, vpdpbusd chains)")
 	format := fs.String("format", "table", "table or json")
+	kernels := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,6 +55,11 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("--backend must be auto, cpu or cuda, got %q", *backendFlag)
+	}
+	if *kernels != "" {
+		if _, err := quant.UseISA(*kernels); err != nil {
+			return fmt.Errorf("--kernels: %w", err)
+		}
 	}
 	if *promptLen < 1 || *ctxLen < 0 || *steps < 1 || *reps < 1 {
 		return fmt.Errorf("--prompt, --steps, --prompt-reps must be >= 1 and --context >= 0")

@@ -77,3 +77,26 @@ func setISA(k isaKind) isaKind {
 	activeISA = k
 	return old
 }
+
+// AvailableISAs names the kernel sets this CPU runs, best last (a prefix
+// of CompiledISAs' order).
+func AvailableISAs() []string {
+	var out []string
+	for _, k := range availableISAs() {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+// UseISA switches every product to the named kernel set (one of
+// AvailableISAs) and returns the name of the one it replaces. It is for
+// start-up (`weft bench --kernels`), tests and benchmarks: no product may
+// run while it switches.
+func UseISA(name string) (string, error) {
+	for _, k := range availableISAs() {
+		if k.String() == name {
+			return setISA(k).String(), nil
+		}
+	}
+	return "", fmt.Errorf("quant: kernel set %q: this CPU runs %v", name, AvailableISAs())
+}

@@ -171,3 +171,20 @@ func TestMulVecTMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+func TestUseISA(t *testing.T) {
+	avail := AvailableISAs()
+	if len(avail) == 0 || avail[0] != "go" || avail[len(avail)-1] != ISA() {
+		t.Fatalf("AvailableISAs() = %v with %q in use", avail, ISA())
+	}
+	prev, err := UseISA("go")
+	if err != nil || ISA() != "go" {
+		t.Fatalf("UseISA(go) = %q, %v; in use %q", prev, err, ISA())
+	}
+	if _, err := UseISA("sse9"); err == nil || ISA() != "go" {
+		t.Fatalf("UseISA(sse9) = %v, in use %q", err, ISA())
+	}
+	if back, err := UseISA(prev); err != nil || back != "go" || ISA() != prev {
+		t.Fatalf("UseISA(%q) = %q, %v", prev, back, err)
+	}
+}
