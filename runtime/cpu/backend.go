@@ -427,13 +427,15 @@ const attnParallelMin = 64 << 10
 // rounded to F16 before their products with K and V. Short chunks read the
 // cache in place (quant.AttendF16/AttendF32, one call per token for the
 // whole group); long ones gather the head's rows and take
-// attendGroupMatMul, whose failure it returns.
+// attendGroupMatMul, whose failure it returns, unless the products are
+// batch-invariant (quant.BatchInvariant): then every token reads the cache
+// in place, so its result does not depend on how its prompt was chunked.
 func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
-	if len(sq.Tokens)*group >= attnMatMulMin {
+	if len(sq.Tokens)*group >= attnMatMulMin && !quant.BatchInvariant() {
 		kk, vv := b.gatherKV(w, layer, sq, g, n)
 		return b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
 	}

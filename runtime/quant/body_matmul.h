@@ -616,11 +616,15 @@ static int FN(uses_gemm)(int type, int K, int n) {
 	return n >= WEFT_GEMM_BIG_N || (VW >= 8 && weft_gemm_short_rows(K, n)) || (VW == 16 && weft_gemm_pays(type, K, n));
 }
 
-int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y,
-		      long ldy) {
-	if (FN(uses_gemm)(type, K, n)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+// nsel is the token count that picks the kernel (weft_nsel): n, or 1 for
+// batch-invariant products, which never take the GEMM. The dot-product
+// kernel gives each (row, token) the same sums in the same order whatever
+// the number of tokens and the tile.
+int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, int nsel,
+		      float *y, long ldy) {
+	if (FN(uses_gemm)(type, K, nsel)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 #if defined(HAVE_F16C)
-	if (type == 1 && (VW != 8 || n < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
+	if (type == 1 && (VW != 8 || nsel < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
 			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r);

@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
 )
@@ -100,3 +101,19 @@ func UseISA(name string) (string, error) {
 	}
 	return "", fmt.Errorf("quant: kernel set %q: this CPU runs %v", name, AvailableISAs())
 }
+
+// batchInvariant: see SetBatchInvariant.
+var batchInvariant atomic.Bool
+
+// SetBatchInvariant makes every matrix product batch-invariant (on) or
+// free to pick its kernel by token count (off, the default), and returns
+// the previous setting. Invariant products choose their kernel as for one
+// token, whatever the number of tokens: a token's outputs are then the
+// same bits whether it is alone or among any others, in any order. The CPU
+// backend reads BatchInvariant to keep attention per token too. It costs
+// the packed and lane GEMMs of prompts and large batches (BENCHMARKS.md
+// §1e); like UseISA, it is set at start-up, never while products run.
+func SetBatchInvariant(on bool) bool { return batchInvariant.Swap(on) }
+
+// BatchInvariant reports SetBatchInvariant's setting.
+func BatchInvariant() bool { return batchInvariant.Load() }

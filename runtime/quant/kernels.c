@@ -78,6 +78,12 @@ int weft_tile_rows(int K, int n) {
 	return rb & ~3;
 }
 
+int weft_nsel(int *isa, int n) {
+	int inv = *isa & WEFT_INVARIANT;
+	*isa &= WEFT_ISA_MASK;
+	return inv ? 1 : n;
+}
+
 // weft_uses_lane: whether weft_matmul takes the int8 lane GEMM.
 static int weft_uses_lane(int isa, int type, int K, int n) {
 #if WEFT_X86
@@ -103,6 +109,7 @@ static int weft_uses_i8(int isa, int type, int K, int n) {
 // weft_act_block: 256 for the AVX2 K-quant kernels (weft_i8k_prep), 32
 // elsewhere.
 int weft_act_block(int isa, int type, int K, int n) {
+	n = weft_nsel(&isa, n);
 #if WEFT_X86
 	if (weft_uses_i8(isa, type, K, n) && weft_i8_kquant(type)) return 256;
 #endif
@@ -111,6 +118,7 @@ int weft_act_block(int isa, int type, int K, int n) {
 }
 
 int weft_uses_vnni(int isa, int type, int K, int n) {
+	n = weft_nsel(&isa, n);
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n)) return 1;
 	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && weft_vnni_ok(type, K);
@@ -122,12 +130,13 @@ int weft_uses_vnni(int isa, int type, int K, int n) {
 
 int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 	*bytes = 0;
+	int inv = isa & WEFT_INVARIANT, nsel = weft_nsel(&isa, n);
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n)) {
+	if (weft_uses_lane(isa, type, K, nsel)) {
 		*bytes = weft_lane_prep_bytes(K, n);
 		return WEFT_PREP_LANE;
 	}
-	if (weft_uses_i8(isa, type, K, n)) {
+	if (weft_uses_i8(isa, type, K, nsel)) {
 		if (weft_i8_kquant(type)) {
 			*bytes = weft_i8k_prep_bytes(K, n);
 			return WEFT_PREP_I8K;
@@ -135,12 +144,12 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 		*bytes = weft_i8_prep_bytes(K, n);
 		return WEFT_PREP_I8;
 	}
-	if (weft_uses_vnni(isa, type, K, n)) {
+	if (weft_uses_vnni(isa | inv, type, K, n)) {
 		*bytes = weft_vnni_prep_floats(K, n) * 4;
 		return WEFT_PREP_VNNI;
 	}
 #else
-	(void)isa, (void)type, (void)K, (void)n;
+	(void)isa, (void)type, (void)K, (void)n, (void)inv, (void)nsel;
 #endif
 	return WEFT_PREP_NONE;
 }
@@ -160,19 +169,20 @@ int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r
 		const void *prep, int n, float *y, long ldy) {
 	int fault = __atomic_load_n(&weft_fault, __ATOMIC_RELAXED);
 	if (fault != WEFT_OK) return fault;
+	int nsel = weft_nsel(&isa, n);
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n))
+	if (weft_uses_lane(isa, type, K, nsel))
 		return weft_lane_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_i8(isa, type, K, n))
+	if (weft_uses_i8(isa, type, K, nsel))
 		return weft_i8_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_vnni(isa, type, K, n))
+	if (weft_uses_vnni(isa, type, K, nsel))
 		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
-	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
-	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
+	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 #else
 	(void)isa, (void)prep;
 #endif
-	return weft_matmul_gen(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	return weft_matmul_gen(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 }
 
 // The vector kernels: the best of the three float builds the ISA allows

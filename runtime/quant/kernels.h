@@ -30,8 +30,11 @@
 #define WEFT_X86 0
 #endif
 
-// ISA selectors passed from Go (activeISA - isaC).
-enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3 };
+// ISA selectors passed from Go (activeISA - isaC), with WEFT_INVARIANT
+// or-ed in for batch-invariant products: the kernel is then chosen as for
+// one token whatever n is, so that a token's result never depends on the
+// other tokens of the call (weft_nsel; see SetBatchInvariant in Go).
+enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3, WEFT_ISA_MASK = 0xff, WEFT_INVARIANT = 0x100 };
 
 // Status codes of the kernels that can fail (weft_matmul); Go turns each
 // into an error (kernelError).
@@ -145,13 +148,16 @@ float *weft_scratch(int slot, long n);
 int weft_gemm_pays(int type, int K, int n);
 int weft_gemm_short_rows(int K, int n);
 int weft_tile_rows(int K, int n);
+// weft_nsel: the token count that picks the kernel for n tokens (1 under
+// WEFT_INVARIANT); it clears the flag from *isa.
+int weft_nsel(int *isa, int n);
 
 // The per-ISA kernel sets (body_matmul.h and body_attn.h instantiated by
 // kern_gen.c, kern_avx2.c and kern_avx512.c). matmul returns a WEFT_*
 // status like weft_matmul.
 #define WEFT_ISA_PROTOS(S)                                                                                         \
 	int weft_matmul##S(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n,    \
-			   float *y, long ldy);                                                                    \
+			   int nsel, float *y, long ldy);                                                          \
 	float weft_dot##S(const float *a, const float *b, long n);                                                   \
 	void weft_exps##S(float *dst, const float *src, long n);                                                     \
 	void weft_silu_mul##S(float *gate, const float *up, long n);                                                 \

@@ -23,12 +23,22 @@ func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte
 	if len(prep) > 0 {
 		pp = unsafe.Pointer(&prep[0])
 	}
-	rc := C.weft_matmul(C.int(isa-isaC), C.int(w.Type), (*C.uint8_t)(unsafe.Pointer(&w.Data[0])), C.long(rb),
+	rc := C.weft_matmul(cISA(isa), C.int(w.Type), (*C.uint8_t)(unsafe.Pointer(&w.Data[0])), C.long(rb),
 		C.int(w.Cols), C.int(r0), C.int(r1), (*C.float)(&x[0]), pp, C.int(n), (*C.float)(&y[0]), C.long(w.Rows))
 	if rc != C.WEFT_OK {
 		return kernelError(int(rc), isa, w, n)
 	}
 	return nil
+}
+
+// cISA is the selector the C products take for isa: WEFT_INVARIANT is
+// added while SetBatchInvariant holds.
+func cISA(isa isaKind) C.int {
+	v := C.int(isa - isaC)
+	if batchInvariant.Load() {
+		v |= C.WEFT_INVARIANT
+	}
+	return v
 }
 
 // kernelError turns a weft_matmul status into the error MatMul returns.
@@ -65,7 +75,7 @@ func prepKind(isa isaKind, w Weight, n int) (kind, bytes int) {
 		return 0, 0
 	}
 	var b C.long
-	k := C.weft_prep_kind(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n), &b)
+	k := C.weft_prep_kind(cISA(isa), C.int(w.Type), C.int(w.Cols), C.int(n), &b)
 	return int(k), int(b)
 }
 
@@ -78,7 +88,7 @@ func prepActivations(kind int, x []float32, n, cols int, out []byte) {
 // usesQuantizedActivations reports whether MatMul rounds x to 8 bits for
 // this product (the integer kernels).
 func usesQuantizedActivations(isa isaKind, w Weight, n int) bool {
-	return isa >= isaC && C.weft_uses_vnni(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n)) != 0
+	return isa >= isaC && C.weft_uses_vnni(cISA(isa), C.int(w.Type), C.int(w.Cols), C.int(n)) != 0
 }
 
 // activationBlock is the number of columns that share one 8-bit
@@ -87,7 +97,7 @@ func activationBlock(isa isaKind, w Weight, n int) int {
 	if isa < isaC {
 		return 32
 	}
-	return int(C.weft_act_block(C.int(isa-isaC), C.int(w.Type), C.int(w.Cols), C.int(n)))
+	return int(C.weft_act_block(cISA(isa), C.int(w.Type), C.int(w.Cols), C.int(n)))
 }
 
 func dotC(isa isaKind, a, b []float32) float32 {
