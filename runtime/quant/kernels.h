@@ -55,9 +55,11 @@ enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 
 
 // Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
 // kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_K and
-// Q6_K take the int8 lane GEMM.
+// Q6_K take the int8 lane GEMM: its 16-token panels, half empty at 8
+// tokens, already match the row kernels there, which read each row once
+// per 4 (8) tokens, and beat them 1.4-1.8x at 12-15 (BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
-#define WEFT_LANE_MIN_N 16
+#define WEFT_LANE_MIN_N 8
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K)
 // tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N

@@ -81,7 +81,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 		}
 		for _, sh := range shapes {
 			w := randomWeight(rng, typ, sh.rows, sh.cols)
-			for _, n := range []int{1, 3, 17, 64, 200} {
+			for _, n := range []int{1, 2, 3, 9, 17, 64, 200} {
 				if limit := 4_000_000; raceEnabled && sh.rows*sh.cols*n > limit/8 || sh.rows*sh.cols*n > limit {
 					continue
 				}
