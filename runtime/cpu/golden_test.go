@@ -12,6 +12,7 @@ import (
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/runtime/quant"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -103,6 +104,32 @@ func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]
 	return out, all
 }
 
+// forEachKernelSet runs f once per kernel set this CPU runs
+// (quant.AvailableISAs), as a subtest named by the set with that set in
+// use, and restores the set in use before. The golden tests run their whole
+// case lists with every set: the vector sets (avx2, avx512, avx512vnni)
+// add little time; "go" (what a CGO_ENABLED=0 build runs) takes most of
+// it, above all under -race, and "c" is next, and both stay whole because
+// they are the portable paths. Select one set with -run, e.g.
+// -run 'Golden/avx2'.
+func forEachKernelSet(t *testing.T, f func(t *testing.T, isa string)) {
+	t.Helper()
+	for _, isa := range quant.AvailableISAs() {
+		t.Run(isa, func(t *testing.T) {
+			prev, err := quant.UseISA(isa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if _, err := quant.UseISA(prev); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			f(t, isa)
+		})
+	}
+}
+
 func relL2(a, b []float32) float64 {
 	var num, den float64
 	for i := range a {
@@ -136,11 +163,13 @@ func TestStories260KGolden(t *testing.T) {
 		{"models/stories260K-F16.gguf", "golden/stories260K-F16.greedy64.kvf16.json", "f16", 5e-4},
 		{"models/stories260K-F16.gguf", "golden/stories260K-F32.greedy64.kvf32.json", "f32", 5e-4},
 	}
-	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
-			checkGoldenExact(t, c.model, c.golden, c.kv, c.tol)
-		})
-	}
+	forEachKernelSet(t, func(t *testing.T, _ string) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
+				checkGoldenExact(t, c.model, c.golden, c.kv, c.tol)
+			})
+		}
+	})
 }
 
 // checkGoldenExact runs every prompt of a golden file greedily and requires
@@ -189,32 +218,42 @@ func TestStories260KQuantGolden(t *testing.T) {
 		{"models/stories260K-Q8_0.gguf", "golden/stories260K-Q8_0.greedy64.kvf16.json", "f16", 0.3},
 		{"models/stories260K-Q4_0.gguf", "golden/stories260K-Q4_0.greedy64.kvf16.json", "f16", 0.3},
 	}
-	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
-			m := loadModel(t, c.model)
-			g := readGolden(t, c.golden)
-			b, err := New(m, Config{KVType: c.kv, BlockSize: 16, NumBlocks: 64})
-			if err != nil {
-				t.Fatal(err)
+	forEachKernelSet(t, func(t *testing.T, _ string) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/kv%s", c.model, c.kv), func(t *testing.T) {
+				checkGoldenQuant(t, c.model, c.golden, c.kv, c.tol)
+			})
+		}
+	})
+}
+
+// checkGoldenQuant runs every prompt of a golden file greedily: first-step
+// logits within tol (max abs), and llama.cpp's tokens until the first step
+// where llama.cpp's own top-1/top-2 gap is below tol.
+func checkGoldenQuant(t *testing.T, model, golden, kv string, tol float64) {
+	t.Helper()
+	m := loadModel(t, model)
+	g := readGolden(t, golden)
+	b, err := New(m, Config{KVType: kv, BlockSize: 16, NumBlocks: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range g.Results {
+		got, logits := greedy(t, b, res.PromptTokenIDs, len(res.GeneratedTokenIDs), nil)
+		d := maxAbs(logits[0], res.FirstStepLogits)
+		if d > tol {
+			t.Errorf("%q: first-step logits max abs difference %.3g > %g", res.Prompt, d, tol)
+		}
+		same := 0
+		for i, st := range res.Steps {
+			if len(st.Top) >= 2 && st.Top[0][1]-st.Top[1][1] < tol {
+				break
 			}
-			for _, res := range g.Results {
-				got, logits := greedy(t, b, res.PromptTokenIDs, len(res.GeneratedTokenIDs), nil)
-				d := maxAbs(logits[0], res.FirstStepLogits)
-				if d > c.tol {
-					t.Errorf("%q: first-step logits max abs difference %.3g > %g", res.Prompt, d, c.tol)
-				}
-				same := 0
-				for i, st := range res.Steps {
-					if len(st.Top) >= 2 && st.Top[0][1]-st.Top[1][1] < c.tol {
-						break
-					}
-					if got[i] != res.GeneratedTokenIDs[i] {
-						t.Fatalf("%q: token %d = %d, golden %d, golden top-2 gap %.3g", res.Prompt, i, got[i], res.GeneratedTokenIDs[i], st.Top[0][1]-st.Top[1][1])
-					}
-					same++
-				}
-				t.Logf("%q: first-step max abs %.3g; %d tokens compared (until golden gap < %g)", res.Prompt, d, same, c.tol)
+			if got[i] != res.GeneratedTokenIDs[i] {
+				t.Fatalf("%q: token %d = %d, golden %d, golden top-2 gap %.3g", res.Prompt, i, got[i], res.GeneratedTokenIDs[i], st.Top[0][1]-st.Top[1][1])
 			}
-		})
+			same++
+		}
+		t.Logf("%q: first-step max abs %.3g; %d tokens compared (until golden gap < %g)", res.Prompt, d, same, tol)
 	}
 }

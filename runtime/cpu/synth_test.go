@@ -2,15 +2,19 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
 // TestSynthGolden runs the random-weight synth-256 models of every type
 // against llama.cpp (see shared/synth/README.md, "How close an engine can
-// get"). F32 and F16: exact greedy tokens, logits close. Other types:
-// teacher-forced (the golden tokens are fed back), each step's logits of
-// llama.cpp's top-5 tokens within an absolute tolerance, and the golden
-// argmax required where llama.cpp's top-1/top-2 gap exceeds 1.0.
+// get"), teacher-forced (the golden tokens are fed back), with each step's
+// logits of llama.cpp's top-5 tokens within an absolute tolerance. F32 and
+// F16 ("exact"): the argmax must be llama.cpp's wherever the tolerance
+// cannot swap the top two (golden top-1/top-2 gap above twice it), which on
+// these files is every step but a few F16 near-ties, so the greedy tokens
+// are llama.cpp's. Other types: the golden argmax is required where
+// llama.cpp's gap exceeds 1.0. Run with every kernel set of the CPU.
 func TestSynthGolden(t *testing.T) {
 	cases := []struct {
 		typ   string
@@ -35,39 +39,76 @@ func TestSynthGolden(t *testing.T) {
 		{"Q3_K_M-mixed", false, 3},
 		{"Q4_K_M-mixed", false, 3},
 	}
-	for _, c := range cases {
-		t.Run(c.typ, func(t *testing.T) {
-			m := loadModel(t, "synth/models/synth-256-"+c.typ+".gguf")
-			g := readGolden(t, "synth/golden/synth-256-"+c.typ+".json")
-			b, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
-			if err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for _, res := range g.Results {
-				var forced []int32
-				if !c.exact {
-					forced = res.GeneratedTokenIDs
-				}
-				got, logits := greedy(t, b, res.PromptTokenIDs, len(res.GeneratedTokenIDs), forced)
-				if d := maxAbs(logits[0], res.FirstStepLogits); d > c.tol {
-					t.Errorf("%q: first-step logits max abs difference %.3g > %g", res.Prompt, d, c.tol)
-				}
-				for i, st := range res.Steps {
-					for _, top := range st.Top {
-						d := math.Abs(float64(logits[i][int(top[0])]) - top[1])
-						worst = max(worst, d)
-						if d > c.tol {
-							t.Errorf("%q step %d: logit of token %d = %g, golden %g", res.Prompt, i, int(top[0]), logits[i][int(top[0])], top[1])
-						}
-					}
-					gap := st.Top[0][1] - st.Top[1][1]
-					if (c.exact || gap > 1.0) && got[i] != st.ID {
-						t.Fatalf("%q step %d: argmax %d, golden %d (golden gap %.3g)", res.Prompt, i, got[i], st.ID, gap)
-					}
-				}
-			}
-			t.Logf("worst top-5 logit difference %.3g (tolerance %g)", worst, c.tol)
-		})
+	forEachKernelSet(t, func(t *testing.T, _ string) {
+		for _, c := range cases {
+			t.Run(c.typ, func(t *testing.T) {
+				checkSynthGolden(t, "synth/models/synth-256-"+c.typ+".gguf", "synth/golden/synth-256-"+c.typ+".json", "synth/golden/synth-256-F32.json", c.exact, c.tol)
+			})
+		}
+	})
+}
+
+// checkSynthGolden runs every prompt of a synth golden file (F32 KV cache)
+// teacher-forced and requires the first-step logits and each step's logits
+// of llama.cpp's top-5 tokens to be within tol (max abs). With exact, the
+// argmax must be the golden token at every step whose golden top-1/top-2
+// gap exceeds 2·tol (two logits each within tol cannot swap there; with
+// every argmax equal, teacher forcing is free-running greedy decoding).
+// Otherwise it must be where the gap exceeds 1.0, unless it is the token
+// that llama.cpp's F32 model of the same weights (golden f32) picks after
+// the same tokens: then llama.cpp's own activation rounding decided the
+// step.
+func checkSynthGolden(t *testing.T, model, golden, f32 string, exact bool, tol float64) {
+	t.Helper()
+	m := loadModel(t, model)
+	g := readGolden(t, golden)
+	var ref goldenFile
+	if !exact {
+		ref = readGolden(t, f32)
 	}
+	b, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minGap := 1.0
+	if exact {
+		minGap = 2 * tol
+	}
+	worst, ties := 0.0, 0
+	for k, res := range g.Results {
+		got, logits := greedy(t, b, res.PromptTokenIDs, len(res.GeneratedTokenIDs), res.GeneratedTokenIDs)
+		if d := maxAbs(logits[0], res.FirstStepLogits); d > tol {
+			t.Errorf("%q: first-step logits max abs difference %.3g > %g", res.Prompt, d, tol)
+		}
+		for i, st := range res.Steps {
+			for _, top := range st.Top {
+				d := math.Abs(float64(logits[i][int(top[0])]) - top[1])
+				worst = max(worst, d)
+				if d > tol {
+					t.Errorf("%q step %d: logit of token %d = %g, golden %g", res.Prompt, i, int(top[0]), logits[i][int(top[0])], top[1])
+				}
+			}
+			gap := st.Top[0][1] - st.Top[1][1]
+			switch {
+			case got[i] == st.ID:
+			case gap <= minGap:
+				ties++
+			case !exact && f32Picks(ref, k, res.GeneratedTokenIDs[:i], got[i]):
+				t.Logf("%q step %d: argmax %d, golden %d (golden gap %.3g), as llama.cpp's F32 model picks", res.Prompt, i, got[i], st.ID, gap)
+			default:
+				t.Errorf("%q step %d: argmax %d, golden %d (golden gap %.3g)", res.Prompt, i, got[i], st.ID, gap)
+			}
+		}
+	}
+	t.Logf("worst top-5 logit difference %.3g (tolerance %g); %d argmax differences at golden gaps <= %g", worst, tol, ties, minGap)
+}
+
+// f32Picks reports whether prompt k of the F32 golden ref generated prefix
+// and then tok.
+func f32Picks(ref goldenFile, k int, prefix []int32, tok int32) bool {
+	if k >= len(ref.Results) {
+		return false
+	}
+	gen := ref.Results[k].GeneratedTokenIDs
+	return len(gen) > len(prefix) && slices.Equal(gen[:len(prefix)], prefix) && gen[len(prefix)] == tok
 }

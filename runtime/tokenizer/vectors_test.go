@@ -15,7 +15,7 @@ import (
 )
 
 // vocabNames are the llama.cpp vocabulary test sets in shared/vocab.
-var vocabNames = []string{"llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-coder", "deepseek-llm"}
+var vocabNames = []string{"llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-coder", "deepseek-llm", "llama-bpe", "qwen2"}
 
 var (
 	loadMu sync.Mutex
@@ -133,6 +133,27 @@ func TestVocabRoundTrip(t *testing.T) {
 						t.Errorf("vector %d addSpecial=%v: Decode(Encode(%q)) = %q", i, addSpecial, v.text, got)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestVocabAddSpecial checks the BOS default of the BPE vocabularies whose
+// GGUF has no add_bos_token key, against llama-tokenize (llama.cpp b4748,
+// shared/vocab/README.md): Llama 3 ("llama-bpe") adds BOS, Qwen2 does not.
+func TestVocabAddSpecial(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want []int32
+	}{
+		{"llama-bpe", []int32{128000, 9906, 1917}},
+		{"qwen2", []int32{9707, 1879}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := load(t, "vocab/ggml-vocab-"+tc.name+".gguf")
+			got := tok.Encode("Hello world", true, false)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Encode(%q, addSpecial) mismatch (-want +got):\n%s", "Hello world", diff)
 			}
 		})
 	}
