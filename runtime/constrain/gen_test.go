@@ -2,10 +2,10 @@ package constrain
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"testing"
+
+	"github.com/weft-inference/weft/runtime/constrain/constraintest"
 )
 
 // seeds per case and vocabulary; maxGen bounds one generation.
@@ -14,12 +14,20 @@ const (
 	maxGen = 300
 )
 
+// The generation tests below sample from a fake model (random logits with
+// a bias toward closing tokens, see generate) over stories260K's
+// vocabulary, so that every case ends within a small budget and a failure
+// is a property of the masks alone. The same cases run on real forward
+// passes end to end in the server package: on stories260K, and on
+// synth-110m with the Llama-2 32,000-token vocabulary
+// (server/format_synth_test.go).
+
 // TestSchemasGenerate: every test schema, sampled at temperature 1 with
-// several seeds on both vocabularies, gives output that ends (an
-// end-of-generation token once complete), parses, and validates against
-// the schema with an independent validator (formats asserted).
+// several seeds, gives output that ends (an end-of-generation token once
+// complete), parses, and validates against the schema with an independent
+// validator (formats asserted).
 func TestSchemasGenerate(t *testing.T) {
-	vocabs := allVocabs(t)
+	vocabs := genVocabs(t)
 	for _, sc := range loadSchemas(t) {
 		t.Run(sc.Name, func(t *testing.T) {
 			g, err := CompileJSONSchema(string(sc.Schema))
@@ -49,30 +57,15 @@ func TestSchemasGenerate(t *testing.T) {
 	}
 }
 
-var regexCases = []string{
-	`[a-z]+@[a-z]+\.com`,
-	`(cat|dog)s?`,
-	`\d{3}-\d{4}`,
-	`[A-Z][a-z]{2,5}( [A-Z][a-z]{2,5})?`,
-	`(?i)hello`,
-	`0x[0-9a-fA-F]{1,8}`,
-	`[^\n"]{1,10}`,
-	`é+ü?ß`,
-	`\p{Greek}{1,3}`,
-	`^(yes|no)$`,
-	`(a|b)*c`,
-	`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}`,
-}
-
 func TestRegexGenerate(t *testing.T) {
-	vocabs := allVocabs(t)
-	for _, expr := range regexCases {
+	vocabs := genVocabs(t)
+	for _, expr := range constraintest.Regexes {
 		t.Run(expr, func(t *testing.T) {
 			g, err := CompileRegex(expr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			re := regexp.MustCompile(`^(?:` + expr + `)$`)
+			re := constraintest.WholeMatch(expr)
 			for _, tv := range vocabs {
 				c := NewConstraint(g, tv.v, tv.pieces)
 				for seed := range uint64(nSeeds) {
@@ -87,12 +80,12 @@ func TestRegexGenerate(t *testing.T) {
 }
 
 func TestChoiceGenerate(t *testing.T) {
-	values := []string{"positive", "negative", "neutral", "pos", "ünïcode"}
+	values := constraintest.Choices
 	g, err := CompileChoice(values)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tv := range allVocabs(t) {
+	for _, tv := range genVocabs(t) {
 		c := NewConstraint(g, tv.v, tv.pieces)
 		seen := map[string]bool{}
 		for seed := range uint64(20) {
@@ -115,88 +108,11 @@ func TestChoiceGenerate(t *testing.T) {
 	}
 }
 
-// Grammars written in llama.cpp's GBNF dialect, of the kinds its examples
-// cover: arithmetic, a list, JSON.
-var gbnfCases = []struct {
-	name, grammar string
-	check         func([]byte) error
-}{
-	{"arithmetic", `
-root   ::= expr
-expr   ::= term (("+" | "-") term)*
-term   ::= factor (("*" | "/") factor)*
-factor ::= number | "(" expr ")"
-number ::= [0-9]{1,4}
-`, checkArith},
-	{"list", `
-root ::= item{1,4}
-item ::= "- " [a-z ]+ "\n"  # one entry per line
-`, func(b []byte) error {
-		if !regexp.MustCompile(`^(- [a-z ]+\n){1,4}$`).Match(b) {
-			return fmt.Errorf("not a list")
-		}
-		return nil
-	}},
-	{"json", `
-root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null")
-object ::= "{" ( string ":" value ( "," string ":" value )* )? "}"
-array  ::= "[" ( value ( "," value )* )? "]"
-string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( "0" | [1-9] [0-9]{0,5} ) ( "." [0-9]{1,4} )?
-`, func(b []byte) error {
-		var v map[string]any
-		return json.Unmarshal(b, &v)
-	}},
-}
-
-// checkArith parses an arithmetic expression by recursive descent.
-func checkArith(b []byte) error {
-	pos := 0
-	var expr func() bool
-	number := func() bool {
-		start := pos
-		for pos < len(b) && b[pos] >= '0' && b[pos] <= '9' {
-			pos++
-		}
-		return pos > start
-	}
-	factor := func() bool {
-		if pos < len(b) && b[pos] == '(' {
-			pos++
-			if !expr() || pos >= len(b) || b[pos] != ')' {
-				return false
-			}
-			pos++
-			return true
-		}
-		return number()
-	}
-	chain := func(sub func() bool, ops string) bool {
-		if !sub() {
-			return false
-		}
-		for pos < len(b) && (b[pos] == ops[0] || b[pos] == ops[1]) {
-			pos++
-			if !sub() {
-				return false
-			}
-		}
-		return true
-	}
-	term := func() bool { return chain(factor, "*/") }
-	expr = func() bool { return chain(term, "+-") }
-	if !expr() || pos != len(b) {
-		return fmt.Errorf("not an expression at byte %d", pos)
-	}
-	return nil
-}
-
 func TestGBNFGenerate(t *testing.T) {
-	vocabs := allVocabs(t)
-	for _, gc := range gbnfCases {
-		t.Run(gc.name, func(t *testing.T) {
-			g, err := CompileGBNF(gc.grammar)
+	vocabs := genVocabs(t)
+	for _, gc := range constraintest.Grammars {
+		t.Run(gc.Name, func(t *testing.T) {
+			g, err := CompileGBNF(gc.Text)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +123,7 @@ func TestGBNFGenerate(t *testing.T) {
 					if !ended {
 						t.Fatalf("%s seed %d: no end: %q", tv.name, seed, out)
 					}
-					if err := gc.check(out); err != nil {
+					if err := gc.Check(out); err != nil {
 						t.Fatalf("%s seed %d: %q: %v", tv.name, seed, out, err)
 					}
 				}
@@ -231,15 +147,15 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		}
 		grammars = append(grammars, g)
 	}
-	for _, expr := range regexCases[:4] {
+	for _, expr := range constraintest.Regexes[:4] {
 		g, err := CompileRegex(expr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		grammars = append(grammars, g)
 	}
-	for _, gc := range gbnfCases {
-		g, err := CompileGBNF(gc.grammar)
+	for _, gc := range constraintest.Grammars {
+		g, err := CompileGBNF(gc.Text)
 		if err != nil {
 			t.Fatal(err)
 		}

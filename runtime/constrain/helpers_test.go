@@ -79,6 +79,11 @@ func loadVocab(tb testing.TB, name, rel string) *testVocab {
 	return tv
 }
 
+// genVocabs are the vocabularies the fake-model generation tests run on.
+func genVocabs(tb testing.TB) []*testVocab {
+	return []*testVocab{loadVocab(tb, "stories260K", "models/stories260K.gguf")}
+}
+
 func allVocabs(tb testing.TB) []*testVocab {
 	var out []*testVocab
 	for _, f := range vocabFiles {
