@@ -40,6 +40,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	format := fs.String("format", "table", "table or json")
 	kernels := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
+	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +57,10 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	default:
 		return fmt.Errorf("--backend must be auto, cpu or cuda, got %q", *backendFlag)
 	}
+	if *invariant && *backendFlag == "cuda" {
+		return errBatchInvariantCUDA("--backend cuda")
+	}
+	defer startBatchInvariant(*invariant)()
 	if *kernels != "" {
 		if _, err := quant.UseISA(*kernels); err != nil {
 			return fmt.Errorf("--kernels: %w", err)
@@ -146,7 +151,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	var backendName, backendWhy string
 	newBackend := func(seqs, tokens int) (batch.Backend, int, error) {
 		const bs = 16
-		b, why, err := pickBackend(m, *backendFlag,
+		b, why, err := pickBackend(m, *backendFlag, *invariant,
 			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
 			cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)})
 		if err != nil {
@@ -267,6 +272,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			"bandwidth_gbs": *bandwidth, "bandwidth_why": bwWhy, "llc_bytes": pk.LLCBytes,
 			"stream_bandwidth_gbs": pk.BandwidthGBs, "cache_bandwidth_gbs": pk.CacheBandwidthGBs,
 			"gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
+			"batch_invariant": quant.BatchInvariant(),
 		})
 	}
 	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token; %s kernels, %d compute threads\n",

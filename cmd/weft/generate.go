@@ -15,6 +15,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/quant"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -33,6 +34,9 @@ type generateConfig struct {
 	Format    string
 	Chunk     int    // prompt tokens per forward step
 	Backend   string // auto, cpu or cuda
+	// BatchInvariant is --batch-invariant: batch-invariant CPU kernels
+	// (startBatchInvariant); the CUDA backend is refused.
+	BatchInvariant bool
 }
 
 func (c *generateConfig) validate() error {
@@ -53,6 +57,9 @@ func (c *generateConfig) validate() error {
 	default:
 		return fmt.Errorf("--backend must be auto, cpu or cuda, got %q", c.Backend)
 	}
+	if c.BatchInvariant && c.Backend == "cuda" {
+		return errBatchInvariantCUDA("--backend cuda")
+	}
 	if c.Chunk < 1 {
 		c.Chunk = 512
 	}
@@ -70,6 +77,9 @@ type generateResult struct {
 	PromptMS       float64 `json:"prompt_ms"`
 	DecodeMS       float64 `json:"decode_ms"`
 	DecodeTPS      float64 `json:"decode_tokens_per_s"`
+	// BatchInvariant is true when the products ran batch-invariant
+	// (--batch-invariant).
+	BatchInvariant bool `json:"batch_invariant,omitempty"`
 }
 
 func runGenerate(ctx context.Context, args []string) error {
@@ -93,6 +103,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&c.Format, "format", "text", "output: text or json")
 	fs.IntVar(&c.Chunk, "prompt-chunk", 512, "prompt tokens per forward step")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto (CUDA when this binary has it and a GPU answers, else CPU), cpu or cuda")
+	fs.BoolVar(&c.BatchInvariant, "batch-invariant", false, batchInvariantUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,6 +119,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if c.Threads > 0 {
 		setComputeThreads(c.Threads)
 	}
+	defer startBatchInvariant(c.BatchInvariant)()
 	m, err := loadModelOrBuiltin(c.Model)
 	if err != nil {
 		return err
@@ -165,7 +177,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	maxTokens := min(c.MaxTokens, ctxLen-len(prompt))
 	total := len(prompt) + maxTokens
 	const bs = 16
-	b, why, err := pickBackend(m, c.Backend,
+	b, why, err := pickBackend(m, c.Backend, c.BatchInvariant,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
 		cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
 	if err != nil {
@@ -236,6 +248,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		io.WriteString(out, "\n")
 	}
 	res.Text = string(text)
+	res.BatchInvariant = quant.BatchInvariant()
 	res.DecodeMS = float64(time.Since(decStart).Microseconds()) / 1000
 	if n := len(res.TokenIDs) - 1; n > 0 && res.DecodeMS > 0 {
 		res.DecodeTPS = float64(n) / (res.DecodeMS / 1000)

@@ -57,6 +57,7 @@ type serveConfig struct {
 	TLSCert        string        // PEM certificate; with TLSKey enables TLS
 	TLSKey         string        // PEM key
 	LogLevel       string        // debug, info, warn, error
+	BatchInvariant bool          // batch-invariant CPU kernels (startBatchInvariant); CUDA is refused
 }
 
 func (c *serveConfig) validate() error {
@@ -64,6 +65,9 @@ func (c *serveConfig) validate() error {
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", c.Backend)
+	}
+	if c.BatchInvariant && c.Backend == "cuda" {
+		return errBatchInvariantCUDA("--backend cuda")
 	}
 	switch c.Batching {
 	case scheduler.BatchingContinuous, scheduler.BatchingStatic:
@@ -146,6 +150,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "Prometheus /metrics `host:port` (empty: off)")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto, cpu or cuda")
+	fs.BoolVar(&c.BatchInvariant, "batch-invariant", false, batchInvariantUsage)
 	fs.StringVar(&c.Batching, "batching", scheduler.BatchingContinuous, "continuous or static")
 	fs.IntVar(&c.MaxSeqs, "max-seqs", 0, fmt.Sprintf("most sequences in one batch (0: scheduler default, %d)", scheduler.DefaultMaxSeqs))
 	fs.IntVar(&c.BatchSize, "batch-size", 0, "group size for --batching static (0: max-seqs)")
@@ -220,6 +225,10 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Back
 	if c.Backend == "cuda" || c.Backend == "auto" {
 		b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
 			MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}, log)
+		if err == nil && c.BatchInvariant {
+			b.Close()
+			return nil, "", errBatchInvariantCUDA("--backend " + c.Backend)
+		}
 		if err == nil {
 			return b, "--backend " + c.Backend, nil
 		}
@@ -254,6 +263,9 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Back
 	cb, err := m.NewCPUBackend(cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks})
 	if err != nil {
 		return nil, "", err
+	}
+	if c.BatchInvariant {
+		why += "; " + batchInvariantWhy
 	}
 	return cb, why, nil
 }
@@ -677,6 +689,10 @@ func loadServeModel(c serveConfig, log *slog.Logger) (*runtime.Model, error) {
 func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis net.Listener,
 	load func(serveConfig, *slog.Logger) (*runtime.Model, error), ready chan<- struct{}) error {
 	log := base.Log
+	defer startBatchInvariant(c.BatchInvariant)()
+	if c.BatchInvariant {
+		log.Info("batch-invariant CPU kernels: a sequence's logits do not depend on its batch, its chunking or its place in it (--batch-invariant)")
+	}
 	shared := shareListener(lis)
 	stopLoading := startLoadingServer(shared.view(false), base.TLS, c.AuthToken)
 	// The HTTP API's port answers while loading too (503), on the same
