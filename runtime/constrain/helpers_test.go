@@ -23,7 +23,7 @@ type testVocab struct {
 	tok    *tokenizer.Tokenizer
 	pieces [][]byte
 	v      *Vocab
-	bias   []float32 // the fake model's preference (see fakeLogits)
+	bias   []float32 // the fake model's preference (see generate)
 }
 
 // The two vocabularies the tests run on: stories260K's 512 tokens and the
