@@ -86,8 +86,9 @@
 //     vpdpbusd. Q8_0 quants are read in place; Q4_K and Q6_K rows are
 //     unpacked to bytes once per 4-row tile, for all tokens. A 4-row x
 //     32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; Q8_0, Q4_K, Q6_K below 8), Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, AVX-512
-//     VNNI: integer dot products, as llama.cpp does. Each token is
+//   - Few tokens (n < 24; Q8_0 below 8), Q8_0/Q4_0/Q5_K (and Q4_K/Q6_K where
+//     the next kernel cannot take them), AVX-512 VNNI: integer dot
+//     products, as llama.cpp does. Each token is
 //     quantized per 32 values to int8 (scale amax/127) once per job;
 //     weights are unpacked from their blocks to unsigned bytes in registers
 //     and vpdpbusd multiplies 64 pairs at a time. Block scales, and the
@@ -98,8 +99,10 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more).
-//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI
-//     (kern_i8.c): int8 activations, per 32 columns for Q8_0/Q4_0 and per
+//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI,
+//     and Q4_K/Q6_K below the lane GEMM's 8 tokens on AVX-512 VNNI too (kern_i8.c;
+//     one FMA per super-block beats the VNNI row kernel's per-64-column float
+//     work there by 10-30 %): int8 activations, per 32 columns for Q8_0/Q4_0 and per
 //     256 for the K-quants (llama.cpp's Q8_K; a super-block then adds up
 //     in integers); vpmaddubsw multiplies 32 weight bytes with 32
 //     activations into pair sums, vpmaddwd adds the pairs (scaling them by

@@ -45,7 +45,10 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 // and Q6_K: they beat the float kernels several times over for one token
 // and lose from 64, where the float kernels share each dequantized row
 // among more tokens; the K-quants, with per-256 activations, hold out
-// longer. The figures behind each threshold are in BENCHMARKS.md §1.
+// longer. AVX-512 VNNI CPUs take them too for Q4_K and Q6_K below
+// WEFT_LANE_MIN_N: one FMA per super-block, where the VNNI row kernel
+// scales every 64 columns in float. The figures behind each threshold are
+// in BENCHMARKS.md §1.
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
@@ -99,6 +102,8 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
 	int maxn = weft_i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
+	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block
+		return weft_i8_kquant(type) && n < WEFT_LANE_MIN_N && weft_i8_ok(type, K);
 	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && weft_i8_ok(type, K);
 #else
 	(void)isa, (void)type, (void)K, (void)n;
