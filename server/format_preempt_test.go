@@ -1,15 +1,9 @@
 package server
 
 import (
-	"context"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -43,32 +37,8 @@ func TestResponseFormatPreemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { // ends when cancel is called at cleanup
-		defer close(runDone)
-		sched.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-runDone }) // after the server stops (cleanups run last first)
-	srv, err := New(Config{Scheduler: sched, Tokenizer: m.Tok, Logger: slog.New(slog.DiscardHandler),
+	client := serveOverBufconn(t, sched, Config{Tokenizer: m.Tok, Logger: slog.New(slog.DiscardHandler),
 		Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	serveDone := make(chan struct{})
-	go func() { // ends when the gRPC server stops at cleanup
-		defer close(serveDone)
-		srv.Serve(lis)
-	}()
-	srv.SetServing(true)
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); srv.GRPC().Stop(); <-serveDone })
-	client := inferencev1.NewInferenceServiceClient(conn)
 
 	schema := `{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer","minimum":0,"maximum":999},"ok":{"type":"boolean"}},"required":["id","ok"],"additionalProperties":false},"minItems":3,"maxItems":4}`
 	sch := compileValidator(t, []byte(schema))
@@ -80,7 +50,7 @@ func TestResponseFormatPreemption(t *testing.T) {
 		wg.Go(func() {
 			req := constrainedReq("Once upon a time", uint64(i), f)
 			req.Stopping.MaxTokens = 150
-			s, err := client.Generate(ctx, req)
+			s, err := client.Generate(t.Context(), req)
 			if err != nil {
 				res[i] = genResult{err: err}
 				return

@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
@@ -135,32 +131,9 @@ func synthServer(t *testing.T, path string, maxSeqs, maxWaiting int) (inferencev
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { // ends when cancel is called at cleanup
-		defer close(runDone)
-		sched.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-runDone }) // after the server stops (cleanups run last first)
-	srv, err := New(Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, Logger: slog.New(slog.DiscardHandler),
+	client := serveOverBufconn(t, sched, Config{Tokenizer: m.Tok, Chat: m.Template, Logger: slog.New(slog.DiscardHandler),
 		Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	serveDone := make(chan struct{})
-	go func() { // ends when the gRPC server stops at cleanup
-		defer close(serveDone)
-		srv.Serve(lis)
-	}()
-	srv.SetServing(true)
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); srv.GRPC().Stop(); <-serveDone })
-	return inferencev1.NewInferenceServiceClient(conn), sched
+	return client, sched
 }
 
 // synthCase is one constrained request of TestResponseFormatSynth110m

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
@@ -59,44 +55,13 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		m.Close()
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { // ends when cancel is called at cleanup
-		defer close(runDone)
-		sched.Run(ctx)
-	}()
-	srv, err := New(Config{
-		Scheduler: sched,
+	tb.Cleanup(func() { b.Close(); m.Close() }) // after the step loop has ended (serveOverBufconn)
+	return serveOverBufconn(tb, sched, Config{
 		Tokenizer: m.Tok,
 		Chat:      m.Template,
 		Info:      ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize},
 		Logger:    slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	serveDone := make(chan struct{})
-	go func() { // ends when the gRPC server stops at cleanup
-		defer close(serveDone)
-		srv.Serve(lis)
-	}()
-	srv.SetServing(true)
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		conn.Close()
-		srv.GRPC().Stop()
-		<-serveDone
-		cancel()
-		<-runDone // the step loop has ended before the weights and KV go
-		b.Close()
-		m.Close()
-	})
-	return inferencev1.NewInferenceServiceClient(conn)
 }
 
 // checkStatus fails unless err is nil or a status with exactly one

@@ -122,11 +122,18 @@ int weft_act_block(int isa, int type, int K, int n) {
 	return 32;
 }
 
+// weft_uses_vnni_rows: whether weft_matmul takes the VNNI row kernels
+// (kern_vnni.c) when neither the lane GEMM nor kern_i8.c takes the product.
+#if WEFT_X86
+static int weft_uses_vnni_rows(int isa, int type, int K, int n) {
+	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && weft_vnni_ok(type, K);
+}
+#endif
+
 int weft_uses_vnni(int isa, int type, int K, int n) {
 	n = weft_nsel(&isa, n);
 #if WEFT_X86
-	if (weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n)) return 1;
-	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && weft_vnni_ok(type, K);
+	return weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n) || weft_uses_vnni_rows(isa, type, K, n);
 #else
 	(void)isa, (void)type, (void)K, (void)n;
 	return 0;
@@ -135,7 +142,7 @@ int weft_uses_vnni(int isa, int type, int K, int n) {
 
 int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 	*bytes = 0;
-	int inv = isa & WEFT_INVARIANT, nsel = weft_nsel(&isa, n);
+	int nsel = weft_nsel(&isa, n);
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, nsel)) {
 		*bytes = weft_lane_prep_bytes(K, n);
@@ -149,12 +156,12 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 		*bytes = weft_i8_prep_bytes(K, n);
 		return WEFT_PREP_I8;
 	}
-	if (weft_uses_vnni(isa | inv, type, K, n)) {
+	if (weft_uses_vnni_rows(isa, type, K, nsel)) {
 		*bytes = weft_vnni_prep_floats(K, n) * 4;
 		return WEFT_PREP_VNNI;
 	}
 #else
-	(void)isa, (void)type, (void)K, (void)n, (void)inv, (void)nsel;
+	(void)isa, (void)type, (void)K, (void)n, (void)nsel;
 #endif
 	return WEFT_PREP_NONE;
 }
@@ -180,7 +187,7 @@ int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r
 		return weft_lane_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	if (weft_uses_i8(isa, type, K, nsel))
 		return weft_i8_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_vnni(isa, type, K, nsel))
+	if (weft_uses_vnni_rows(isa, type, K, nsel))
 		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
