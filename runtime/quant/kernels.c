@@ -52,12 +52,16 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
-// the dot-product kernel slows down), and from 96 (F16, F32: no
-// dequantization to share) or 48 (quantized types) for shorter ones.
+// the dot-product kernel slows down), and from 96 (F32: no dequantization
+// to share) or 48 (quantized types) for shorter ones. F16 is the exception:
+// its dot-product kernel converts the rows in registers and reads half the
+// bytes of F32, and beats the GEMM (which converts while transposing) at
+// 64-128 tokens for K = 768 and 2048, so F16 takes the GEMM only from
+// WEFT_GEMM_BIG_N (BENCHMARKS.md §1).
 int weft_gemm_pays(int type, int K, int n) {
-	if (n < WEFT_VNNI_MAX_N) return 0;
+	if (n < WEFT_VNNI_MAX_N || type == 1) return 0;
 	if (K >= 1536) return 1;
-	return n >= ((type == 0 || type == 1) ? 96 : 48);
+	return n >= (type == 0 ? 96 : 48);
 }
 
 // weft_gemm_short_rows: short rows take the packed GEMM from a few tokens
