@@ -30,9 +30,15 @@ func TestBenchEngineJSON(t *testing.T) {
 			Seqs         int     `json:"seqs"`
 			TokensPerSec float64 `json:"tokens_per_second"`
 			Bound        float64 `json:"bound_tokens_per_second"`
+			BoundKind    string  `json:"bound"`
 		} `json:"results"`
 	}
-	runEngineJSON(t, &got, "--seqs", "1,3", "--prompt", "20", "--context", "5", "--steps", "2")
+	// The bandwidths are measured; the compute peaks are pinned far above
+	// any machine's so that the decode bounds are the bandwidth's (a
+	// measured peak can put 3 sequences of stories260K under the compute
+	// bound, TestBenchEnginePromptBound covers that one).
+	runEngineJSON(t, &got, "--seqs", "1,3", "--prompt", "20", "--context", "5", "--steps", "2",
+		"--gflops", "1e9", "--int8-gops", "1e9")
 	if len(got.Results) != 3 || got.Results[0].Name != "prompt 20" || got.Results[2].Seqs != 3 {
 		t.Fatalf("results %+v", got.Results)
 	}
@@ -42,6 +48,11 @@ func TestBenchEngineJSON(t *testing.T) {
 		}
 	}
 	// The bound scales with the sequences sharing one read of the weights.
+	for _, r := range got.Results[1:] {
+		if r.BoundKind != "bandwidth" {
+			t.Errorf("decode %d: bound %q, want bandwidth", r.Seqs, r.BoundKind)
+		}
+	}
 	if b1, b3 := got.Results[1].Bound, got.Results[2].Bound; b1 <= 0 || b3 < 2.99*b1 || b3 > 3.01*b1 {
 		t.Errorf("bounds %v and %v: want the 3-sequence bound 3x the 1-sequence one", b1, b3)
 	}
@@ -77,7 +88,8 @@ func TestBenchEnginePromptBound(t *testing.T) {
 	var got struct {
 		FLOPs   float64 `json:"flops_per_token"`
 		Results []struct {
-			Bound float64 `json:"bound_tokens_per_second"`
+			Bound     float64 `json:"bound_tokens_per_second"`
+			BoundKind string  `json:"bound"`
 		} `json:"results"`
 	}
 	runEngineJSON(t, &got, "--seqs", "1", "--prompt", "20", "--steps", "1", "--prompt-reps", "1",
@@ -88,8 +100,8 @@ func TestBenchEnginePromptBound(t *testing.T) {
 	const outFLOPs = 2 * 512 * 64
 	wantDecode := 10e9 / got.FLOPs
 	wantPrompt := 10e9 / (got.FLOPs - outFLOPs + outFLOPs/20.0)
-	if b := got.Results[1].Bound; math.Abs(b-wantDecode) > 1e-6*wantDecode {
-		t.Errorf("decode bound %v, want %v", b, wantDecode)
+	if b := got.Results[1].Bound; math.Abs(b-wantDecode) > 1e-6*wantDecode || got.Results[1].BoundKind != "compute" {
+		t.Errorf("decode bound %v (%s), want %v (compute)", b, got.Results[1].BoundKind, wantDecode)
 	}
 	if b := got.Results[0].Bound; math.Abs(b-wantPrompt) > 1e-6*wantPrompt {
 		t.Errorf("prompt bound %v, want %v", b, wantPrompt)
