@@ -6,6 +6,9 @@
 // it found at start-up (cpu.go); the per-ISA kernels live in kern_gen.c,
 // kern_avx2.c, kern_avx512.c, kern_vnni.c and kern_i8.c.
 #include <stdlib.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "kernels.h"
 
@@ -50,16 +53,45 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 // scales every 64 columns in float. The figures behind each threshold are
 // in BENCHMARKS.md §1.
 
+// weft_f16_gemm_n: the token count from which F16 takes the packed GEMM in
+// the AVX-512 build (0 until weft_f16_gemm_from has looked at the CPU).
+static int weft_f16_gemm_n;
+
+// weft_f16_gemm_from: F16's dot-product kernel converts the rows in
+// registers for every group of 4 tokens, the GEMM once per 32-row tile for
+// all tokens, with 2 x 12 accumulators fed by one FMA each per k. Where a
+// 512-bit FMA is one operation (Intel's AVX-512 cores; AMD from Zen 5), the
+// GEMM wins from one full 12-token panel (WEFT_F16_GEMM_N): on an Intel
+// Xeon (family 6, model 207), 1.0-1.6x at 12 tokens, 1.8-2x at 24, 2.3-2.7x
+// at 128. Zen 4 (AMD family 25, the only AMD family with AVX-512 and 256-bit
+// halves) runs each 512-bit FMA as two, and there the dot-product kernel beat
+// the GEMM at 64-128 tokens for K = 768 and 2048: F16 takes the GEMM only
+// from WEFT_GEMM_BIG_N (BENCHMARKS.md §1). Each CPU always gets the same
+// answer, so a product's kernel never changes from one run to the next.
+static int weft_f16_gemm_from(void) {
+	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
+	if (v) return v;
+	v = WEFT_F16_GEMM_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_N : WEFT_GEMM_BIG_N;
+#if WEFT_X86
+	unsigned a, b, c, d;
+	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
+		unsigned fam = (a >> 8) & 0xf;
+		if (fam == 0xf) fam += (a >> 20) & 0xff;
+		if (fam == 0x19) v = WEFT_GEMM_BIG_N;
+	}
+#endif
+	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELAXED);
+	return v;
+}
+
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
 // the dot-product kernel slows down), and from 96 (F32: no dequantization
-// to share) or 48 (quantized types) for shorter ones. F16 is the exception:
-// its dot-product kernel converts the rows in registers and reads half the
-// bytes of F32, and beats the GEMM (which converts while transposing) at
-// 64-128 tokens for K = 768 and 2048, so F16 takes the GEMM only from
-// WEFT_GEMM_BIG_N (BENCHMARKS.md §1).
+// to share) or 48 (quantized types) for shorter ones. F16 follows
+// weft_f16_gemm_from.
 int weft_gemm_pays(int type, int K, int n) {
-	if (n < WEFT_VNNI_MAX_N || type == 1) return 0;
+	if (type == 1) return n >= weft_f16_gemm_from();
+	if (n < WEFT_VNNI_MAX_N) return 0;
 	if (K >= 1536) return 1;
 	return n >= (type == 0 ? 96 : 48);
 }

@@ -72,6 +72,11 @@ enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
 #endif
+// From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
+// build, except on CPUs that split 512-bit FMAs in two (weft_f16_gemm_from).
+#ifndef WEFT_F16_GEMM_N
+#define WEFT_F16_GEMM_N 12
+#endif
 // WEFT_GEMM_KC: K block of the packed GEMM (the weight tile's block,
 // GMR x KC floats, stays in L1 while the token panels pass it).
 // WEFT_GEMM_GROUP: floats of transposed weights (a group of 32-row tiles)
