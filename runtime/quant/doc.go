@@ -98,7 +98,7 @@
 //     GEMM's) differ from the float reference by at most
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
-//     costs more).
+//     costs more). For one token the row after next is prefetched.
 //   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI,
 //     and Q4_K/Q6_K below the lane GEMM's 8 tokens on AVX-512 VNNI too (kern_i8.c;
 //     one FMA per super-block beats the VNNI row kernel's per-64-column float
@@ -119,7 +119,8 @@
 //     to 4 tokens of vector accumulators) runs over it. Weights used in
 //     place for one or two tokens go one row at a time instead, so each
 //     thread reads one sequential stream (F16 decode ~1.5x faster on Zen 4
-//     than four interleaved rows), with the same sums. The 16 (or 4)
+//     than four interleaved rows), with the same sums, and the row after
+//     next is prefetched while one is computed (1.2-1.6x on an Intel Xeon). The 16 (or 4)
 //     accumulators are reduced together by a shuffle-add tree (AVX-512),
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
@@ -134,7 +135,11 @@
 //     AVX-512 build both packings transpose 16 x 16 blocks in registers,
 //     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
-//     96 for F16/F32; the other builds, which transpose element by element,
+//     96 for F32. F16 takes it from 12 tokens (one full panel) where a
+//     512-bit FMA is one operation, and from 160 on Zen 4, which splits it
+//     in two and where the dot kernel, converting rows in registers, wins
+//     up to 128 tokens (weft_f16_gemm_from reads the CPU's vendor and
+//     family once). The other builds, which transpose element by element,
 //     take it from 160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's
 //     Q·Kᵀ over small head dims, tiny models' weights), where the dot

@@ -192,6 +192,12 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 	const int K4 = K / 4;
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
+		// One token: the weights stream from memory; fetch the row after
+		// next while this one is computed (within the caller's rows only),
+		// as kern_i8.c does: Q8_0 decode 1.3x faster on an Intel Xeon.
+		if (n == 1 && r + 2 < r1)
+			for (long off = 0; off < rowBytes; off += 64)
+				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
