@@ -111,7 +111,11 @@
 //     (|w| * sign(x, w)) so no pair sum saturates; Q4_K's mins and Q6_K's
 //     -32 come off through 16-column activation sums. From 64 tokens the
 //     float kernels, which share each dequantized row among more tokens,
-//     win.
+//     win. On AVX-512 VNNI CPUs the K-quant kernel runs 512 bits wide
+//     (kern_vnni.c, weft_k512_matmul: one vpmaddubsw per 64 columns, a
+//     Q4_K group unpacked by a broadcast and a masked shift); its upper
+//     int32 lanes are added onto the lower ones before any float work, so
+//     it gives the AVX2 kernel's bits (TestKQuantWideKernelSameBits).
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.
 //     Four rows at a time are dequantized into a thread-local float32 tile
 //     that stays in L1 (F32 weights are used in place, F16 ones converted

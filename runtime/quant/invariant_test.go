@@ -91,3 +91,37 @@ func TestBatchVariantKernelsDiffer(t *testing.T) {
 		}
 	}
 }
+
+// TestKQuantWideKernelSameBits: below the lane GEMM, Q4_K and Q6_K take
+// kern_i8.c's integer kernel on the avx512 set and its 512-bit form
+// (weft_k512_matmul) on avx512vnni; the two must give the same bits, so
+// that a CPU's choice of kernel set never changes a result of these
+// types at few tokens.
+func TestKQuantWideKernelSameBits(t *testing.T) {
+	if bestISA() < isaVNNI {
+		t.Skipf("kernel set %v: no avx512vnni here, so no 512-bit K-quant kernel to compare", bestISA())
+	}
+	defer setISA(setISA(bestISA()))
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		for _, sh := range []struct{ rows, cols int }{{37, 256}, {96, 768}, {40, 2048}} {
+			rng := rand.New(rand.NewPCG(11, uint64(typ)*7+uint64(sh.cols)))
+			w := randomWeight(rng, typ, sh.rows, sh.cols)
+			for n := 1; n < 8; n++ {
+				x := randomVec(rng, n*sh.cols)
+				got, want := make([]float32, n*sh.rows), make([]float32, n*sh.rows)
+				setISA(isaVNNI)
+				if err := MatMul(got, w, x, n); err != nil {
+					t.Fatal(err)
+				}
+				setISA(isaAVX512)
+				if err := MatMul(want, w, x, n); err != nil {
+					t.Fatal(err)
+				}
+				if i := firstBitDiff(got, want); i >= 0 {
+					t.Fatalf("%v %dx%d, %d tokens: token %d row %d = %v on avx512vnni, %v on avx512",
+						typ, sh.rows, sh.cols, n, i/sh.rows, i%sh.rows, got[i], want[i])
+				}
+			}
+		}
+	}
+}

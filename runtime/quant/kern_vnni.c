@@ -522,3 +522,158 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	return 0;
 }
 #endif
+
+// ---- Q4_K and Q6_K below the lane GEMM: kern_i8.c's kernel, 64 bytes wide ----
+// The same arithmetic as i8k_row in kern_i8.c (per-256 activations of
+// weft_i8k_prep, vpmaddubsw pair sums scaled by vpmaddwd with the
+// sub-block's integer scale, one conversion and FMA per super-block), with
+// 512-bit integer vectors: one vpmaddubsw covers 64 columns where the AVX2
+// kernel needs two. Each 64-column group of Q4_K is one sub-block's low
+// nibbles then the next one's high nibbles, read with one 32-byte broadcast
+// and a masked shift (as vnni_row does), against 64 contiguous activations.
+// Before the float work the upper 8 int32 lanes are added onto the lower 8,
+// which gives lane for lane the integers of the AVX2 kernel (lane i holds
+// columns 4i..4i+3 of each 32-column half in both), so the float sums, and
+// the results, are the same bits on either kernel set.
+static inline __attribute__((always_inline)) __m256i k512_fold(__m512i v) {
+	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+static inline __attribute__((always_inline)) float k512_hsum(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static inline __attribute__((always_inline)) void k512_row(const int type, const uint8_t *row, int K, const int8_t *qx,
+							    const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
+	const int nsb = K / 256;
+	__m256 acc[4];
+	for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	// word index 0 in the low 16 words, 1 in the high 16 (vpermw picks a
+	// sub-block's scale for each 32-column half)
+	const __m512i half = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));
+#define K5X(t, col) _mm512_loadu_si512((const void *)(qx + (long)(t) * K + (col)))
+#define K5BS(t, sb) _mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb)))
+	if (type == 12) { // Q4_K: 144-byte super-blocks of 256
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
+			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
+			uint32_t a0, a1, a2;
+			memcpy(&a0, sc, 4);
+			memcpy(&a1, sc + 4, 4);
+			memcpy(&a2, sc + 8, 4);
+			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
+			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
+			__m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));      // words s0..s7
+			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));         // each min twice
+			__m512i isum[4];
+			for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
+			for (int j = 0; j < 4; j++) {
+				__m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+				__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(qq, 0xffff0000u, qq, 4), m4);
+				__m512i scl = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16((short)(2 * j))), s16);
+				int col = 256 * sb + 64 * j;
+				for (int t = 0; t < NT; t++)
+					isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, K5X(t, col)), scl));
+			}
+			for (int t = 0; t < NT; t++) {
+				float dx = dd[(long)t * nsb + sb];
+				__m256i mn = _mm256_madd_epi16(K5BS(t, sb), m16);
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(k512_fold(isum[t])), _mm256_set1_ps(d * dx), acc[t]);
+				acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mn), _mm256_set1_ps(dmin * dx), acc[t]);
+			}
+		}
+	} else { // Q6_K: 210-byte super-blocks: ql[128], qh[64], 16 int8 scales, f16 d
+		const __m512i m2 = _mm512_set1_epi8(0x03);
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 210 * sb;
+			float d = _cvtsh_ss((uint16_t)(blk[208] | blk[209] << 8));
+			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 192)));
+			__m512i sc512 = _mm512_castsi256_si512(sc16);
+			__m512i isum[4];
+			__m256i off[4];
+			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j)
+			for (int t = 0; t < NT; t++) {
+				isum[t] = _mm512_setzero_si512();
+				off[t] = _mm256_slli_epi32(_mm256_madd_epi16(K5BS(t, sb), sc16), 5);
+			}
+			for (int h = 0; h < 2; h++) {
+				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+				__m512i L = _mm512_loadu_si512((const void *)ql);
+				__m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh));
+				for (int g2 = 0; g2 < 2; g2++) {
+					// columns 32g..32g+31 (low half) and 32(g+1).. (high half), g = 2*g2:
+					// low nibbles of ql[0..32) / ql[32..64) for g = 0, high nibbles for g = 2,
+					// with qh's bits 2g, 2g+1 (low half) and 2g+2, 2g+3 (high half)
+					__m512i lo = g2 == 0 ? _mm512_and_si512(L, m4) : _mm512_and_si512(_mm512_srli_epi16(L, 4), m4);
+					__m512i hsh = _mm512_mask_srli_epi16(_mm512_srli_epi16(H, 4 * g2), 0xffff0000u,
+									     _mm512_srli_epi16(H, 4 * g2), 2);
+					__m512i q = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hsh, m2), 4));
+					// sub-blocks of 16: columns 32g..+15, +16..+31 in the low half (scales
+					// 8h+2g, 8h+2g+1), the same for g+1 in the high half
+					__m512i idx = _mm512_add_epi16(
+						_mm512_set1_epi16((short)(8 * h + 4 * g2)),
+						_mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+								 0, 0, 0, 0, 0, 0));
+					__m512i scl = _mm512_permutexvar_epi16(idx, sc512);
+					int col = 256 * sb + 128 * h + 64 * g2;
+					for (int t = 0; t < NT; t++)
+						isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, K5X(t, col)), scl));
+				}
+			}
+			for (int t = 0; t < NT; t++)
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(k512_fold(isum[t]), off[t])),
+							 _mm256_set1_ps(d * dd[(long)t * nsb + sb]), acc[t]);
+		}
+	}
+#undef K5X
+#undef K5BS
+	for (int t = 0; t < NT; t++) out[t * ldo] = k512_hsum(acc[t]);
+}
+
+// weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
+// (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
+// NULL to quantize here; four tokens per pass over a row, and with one
+// token the row after next is prefetched, as kern_i8.c does.
+int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *prep, int n, float *y, long ldy) {
+	if ((type != 12 && type != 14) || K % 256 != 0) return WEFT_EUNSUPPORTED;
+	if (!prep) {
+		uint8_t *scr = (uint8_t *)weft_scratch(0, (weft_i8k_prep_bytes(K, n) + 3) / 4);
+		if (!scr) return WEFT_ENOMEM;
+		weft_i8k_prep(x, n, K, scr);
+		prep = scr;
+	}
+	const int nsb = K / 256, nbs = K / 16;
+	const int8_t *qx = (const int8_t *)prep;
+	const float *dd = (const float *)(prep + (long)n * K);
+	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
+#define K5_ROW(TY, NT)                                                                                           \
+	k512_row(TY, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+#define K5_ROWS(TY)                                                                                              \
+	for (int r = r0; r < r1; r++) {                                                                          \
+		const uint8_t *row = w + (long)r * rowBytes;                                                     \
+		if (n == 1 && r + 2 < r1)                                                                        \
+			for (long off = 0; off < rowBytes; off += 64)                                            \
+				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);             \
+		int t = 0;                                                                                       \
+		for (; t + 4 <= n; t += 4) K5_ROW(TY, 4);                                                        \
+		switch (n - t) {                                                                                 \
+		case 1: K5_ROW(TY, 1); break;                                                                    \
+		case 2: K5_ROW(TY, 2); break;                                                                    \
+		case 3: K5_ROW(TY, 3); break;                                                                    \
+		}                                                                                                \
+	}
+	if (type == 12)
+		K5_ROWS(12)
+	else
+		K5_ROWS(14)
+#undef K5_ROWS
+#undef K5_ROW
+	return 0;
+}

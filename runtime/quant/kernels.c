@@ -50,8 +50,9 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 // among more tokens; the K-quants, with per-256 activations, hold out
 // longer. AVX-512 VNNI CPUs take them too for Q4_K and Q6_K below
 // WEFT_LANE_MIN_N: one FMA per super-block, where the VNNI row kernel
-// scales every 64 columns in float. The figures behind each threshold are
-// in BENCHMARKS.md §1.
+// scales every 64 columns in float; there the same kernel runs 512 bits
+// wide (weft_k512_matmul in kern_vnni.c), with the same results. The
+// figures behind each threshold are in BENCHMARKS.md §1.
 
 // weft_f16_gemm_n: the token count from which F16 takes the packed GEMM in
 // the AVX-512 build (0 until weft_f16_gemm_from has looked at the CPU).
@@ -221,8 +222,11 @@ int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, nsel))
 		return weft_lane_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
-	if (weft_uses_i8(isa, type, K, nsel))
+	if (weft_uses_i8(isa, type, K, nsel)) {
+		if (isa == WEFT_VNNI) // Q4_K, Q6_K: the same kernel 512 bits wide, the same bits
+			return weft_k512_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 		return weft_i8_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+	}
 	if (weft_uses_vnni_rows(isa, type, K, nsel))
 		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);

@@ -193,6 +193,10 @@ long weft_lane_prep_bytes(int K, int n);
 void weft_lane_prep(const float *x, int n, int K, uint8_t *out);
 int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *xp, int n, float *y, long ldy);
+// weft_k512_matmul: kern_i8.c's Q4_K / Q6_K kernel with 512-bit integer
+// vectors, the same results bit for bit (prep: weft_i8k_prep's layout).
+int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *prep, int n, float *y, long ldy);
 
 // kern_i8.c: AVX2 integer row kernels.
 int weft_i8_ok(int type, int K);
