@@ -32,6 +32,8 @@
 
 #pragma GCC target("avx2,fma,f16c")
 
+#include "body_kquant.h"
+
 // weft_i8_prep layout for n tokens of K values: qx[n][K] int8, then dx[n][K/32]
 // and xs[n][K/32] floats.
 long weft_i8_prep_bytes(int K, int n) { return (long)n * K + 2L * n * (K / 32) * 4; }
@@ -41,13 +43,6 @@ static inline __attribute__((always_inline)) float i8_hmax(__m256 v) {
 	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
 	m = _mm_max_ss(m, _mm_movehdup_ps(m));
 	return _mm_cvtss_f32(m);
-}
-
-static inline __attribute__((always_inline)) float i8_hsum(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
 }
 
 static inline __attribute__((always_inline)) int i8_hsum_i32(__m256i v) {
@@ -142,14 +137,7 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 		for (int sb = 0; sb < nsb; sb++) {
 			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
 			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
-			uint32_t a0, a1, a2;
-			memcpy(&a0, sc, 4);
-			memcpy(&a1, sc + 4, 4);
-			memcpy(&a2, sc + 8, 4);
-			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
-			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
-			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
-			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
+			__m128i sm = kq_q4k_scales(sc); // bytes s0..s7, m0..m7
 			__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
 			// each min twice, for the two 16-column sums of its sub-block
 			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
@@ -210,7 +198,7 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 	}
 #undef I8X
 #undef I8BS
-	for (int t = 0; t < NT; t++) out[t * ldo] = i8_hsum(acc[t]);
+	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(acc[t]);
 }
 
 // weft_i8_ok: whether the AVX2 integer kernels handle this product.
@@ -262,34 +250,15 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 	}
 #undef I8X
 #undef I8DX
-	for (int t = 0; t < NT; t++) out[t * ldo] = i8_hsum(_mm256_add_ps(acc[t], cor[t]));
+	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(_mm256_add_ps(acc[t], cor[t]));
 }
-
-// I8_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
-// tokens at a time (row, r and t in scope). With one token the weights
-// stream from memory: it fetches the row after next while this one is
-// computed (within the caller's rows only).
-#define I8_FOR_ROWS(ROW)                                                                                                 \
-	for (int r = r0; r < r1; r++) {                                                                                  \
-		const uint8_t *row = w + (long)r * rowBytes;                                                             \
-		if (n == 1 && r + 2 < r1)                                                                                \
-			for (long off = 0; off < rowBytes; off += 64)                                                    \
-				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);                     \
-		int t = 0;                                                                                               \
-		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
-		switch (n - t) {                                                                                         \
-		case 1: ROW(1); break;                                                                                   \
-		case 2: ROW(2); break;                                                                                   \
-		case 3: ROW(3); break;                                                                                   \
-		}                                                                                                        \
-	}
 
 static inline __attribute__((always_inline)) void i8_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							   int r1, const int8_t *qx, const float *dx, const float *xs, int n,
 							   float *y, long ldy) {
 	const int nb = K / 32;
 #define I8_ROW(NT) i8_row(type, row, K, qx + (long)t * K, dx + (long)t * nb, xs + (long)t * nb, y + t * ldy + r, ldy, NT)
-	I8_FOR_ROWS(I8_ROW)
+	KQ_FOR_ROWS(I8_ROW)
 #undef I8_ROW
 }
 
@@ -298,10 +267,9 @@ static inline __attribute__((always_inline)) void i8k_rows(const int type, const
 							    float *y, long ldy) {
 	const int nsb = K / 256, nbs = K / 16;
 #define I8K_ROW(NT) i8k_row(type, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
-	I8_FOR_ROWS(I8K_ROW)
+	KQ_FOR_ROWS(I8K_ROW)
 #undef I8K_ROW
 }
-#undef I8_FOR_ROWS
 
 // weft_i8_kquant: whether the type takes weft_i8k_prep's per-256 activations.
 int weft_i8_kquant(int type) { return type == 12 || type == 14; }

@@ -21,6 +21,8 @@
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 
+#include "body_kquant.h"
+
 // qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
 // scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float.
 static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4) {
@@ -539,13 +541,6 @@ static inline __attribute__((always_inline)) __m256i k512_fold(__m512i v) {
 	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-static inline __attribute__((always_inline)) float k512_hsum(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
 static inline __attribute__((always_inline)) void k512_row(const int type, const uint8_t *row, int K, const int8_t *qx,
 							    const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
 	const int nsb = K / 256;
@@ -561,14 +556,7 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 		for (int sb = 0; sb < nsb; sb++) {
 			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
 			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
-			uint32_t a0, a1, a2;
-			memcpy(&a0, sc, 4);
-			memcpy(&a1, sc + 4, 4);
-			memcpy(&a2, sc + 8, 4);
-			uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
-			uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
-			uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
-			__m128i sm = _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03); // bytes s0..s7, m0..m7
+			__m128i sm = kq_q4k_scales(sc); // bytes s0..s7, m0..m7
 			__m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));      // words s0..s7
 			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));         // each min twice
 			__m512i isum[4];
@@ -633,13 +621,12 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 	}
 #undef K5X
 #undef K5BS
-	for (int t = 0; t < NT; t++) out[t * ldo] = k512_hsum(acc[t]);
+	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(acc[t]);
 }
 
 // weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
 // (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
-// NULL to quantize here; four tokens per pass over a row, and with one
-// token the row after next is prefetched, as kern_i8.c does.
+// NULL to quantize here; rows walked as kern_i8.c walks them (KQ_FOR_ROWS).
 int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *prep, int n, float *y, long ldy) {
 	if ((type != 12 && type != 14) || K % 256 != 0) return WEFT_EUNSUPPORTED;
@@ -653,27 +640,14 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	const int8_t *qx = (const int8_t *)prep;
 	const float *dd = (const float *)(prep + (long)n * K);
 	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
-#define K5_ROW(TY, NT)                                                                                           \
-	k512_row(TY, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
-#define K5_ROWS(TY)                                                                                              \
-	for (int r = r0; r < r1; r++) {                                                                          \
-		const uint8_t *row = w + (long)r * rowBytes;                                                     \
-		if (n == 1 && r + 2 < r1)                                                                        \
-			for (long off = 0; off < rowBytes; off += 64)                                            \
-				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);             \
-		int t = 0;                                                                                       \
-		for (; t + 4 <= n; t += 4) K5_ROW(TY, 4);                                                        \
-		switch (n - t) {                                                                                 \
-		case 1: K5_ROW(TY, 1); break;                                                                    \
-		case 2: K5_ROW(TY, 2); break;                                                                    \
-		case 3: K5_ROW(TY, 3); break;                                                                    \
-		}                                                                                                \
+#define K5_ROW12(NT) k512_row(12, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+#define K5_ROW14(NT) k512_row(14, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+	if (type == 12) {
+		KQ_FOR_ROWS(K5_ROW12)
+	} else {
+		KQ_FOR_ROWS(K5_ROW14)
 	}
-	if (type == 12)
-		K5_ROWS(12)
-	else
-		K5_ROWS(14)
-#undef K5_ROWS
-#undef K5_ROW
+#undef K5_ROW12
+#undef K5_ROW14
 	return 0;
 }

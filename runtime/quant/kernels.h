@@ -14,7 +14,9 @@
 //   kern_peak.c    the arithmetic peaks and the memory stream of weft bench
 // kern_gen.c, kern_avx2.c and kern_avx512.c instantiate the same fragments
 // (body_matmul.h, body_attn.h, with body_exp.h and body_f16.h inside them)
-// once each, under their own GCC target pragma and name suffix. Fragments
+// once each, under their own GCC target pragma and name suffix;
+// body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
+// share (the Q4_K scales, the closing sum, the walk over rows). Fragments
 // are included only by those .c files, never by this header or by each
 // other in a cycle.
 #ifndef WEFT_KERNELS_H

@@ -1,0 +1,45 @@
+// body_kquant.h: the pieces the integer K-quant kernels of kern_i8.c (AVX2)
+// and kern_vnni.c (AVX-512, weft_k512_matmul) share, so that the two,
+// which must give the same bits, read the blocks and walk the rows the same
+// way. Included by those two files only, after <immintrin.h> and under
+// their own target pragma.
+
+// kq_q4k_scales: a Q4_K super-block's 12 scale bytes as 16 bytes, the eight
+// 6-bit sub-block scales s0..s7 then the eight mins m0..m7.
+static inline __attribute__((always_inline)) __m128i kq_q4k_scales(const uint8_t *sc) {
+	uint32_t a0, a1, a2;
+	memcpy(&a0, sc, 4);
+	memcpy(&a1, sc + 4, 4);
+	memcpy(&a2, sc + 8, 4);
+	uint32_t s03 = a0 & 0x3f3f3f3f, m03 = a1 & 0x3f3f3f3f;
+	uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+	uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+	return _mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03);
+}
+
+// kq_hsum: the sum of 8 floats, in the order both kernels' final sums use.
+static inline __attribute__((always_inline)) float kq_hsum(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+// KQ_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
+// tokens at a time (row, r and t in scope). With one token the weights
+// stream from memory: it fetches the row after next while this one is
+// computed (within the caller's rows only).
+#define KQ_FOR_ROWS(ROW)                                                                                                 \
+	for (int r = r0; r < r1; r++) {                                                                                  \
+		const uint8_t *row = w + (long)r * rowBytes;                                                             \
+		if (n == 1 && r + 2 < r1)                                                                                \
+			for (long off = 0; off < rowBytes; off += 64)                                                    \
+				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);                     \
+		int t = 0;                                                                                               \
+		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
+		switch (n - t) {                                                                                         \
+		case 1: ROW(1); break;                                                                                   \
+		case 2: ROW(2); break;                                                                                   \
+		case 3: ROW(3); break;                                                                                   \
+		}                                                                                                        \
+	}
