@@ -1,5 +1,6 @@
-// body_kquant.h: the pieces the integer K-quant kernels of kern_i8.c (AVX2)
-// and kern_vnni.c (AVX-512, weft_k512_matmul) share, so that the two,
+// body_kquant.h: the pieces the integer row kernels of kern_i8.c (AVX2)
+// and kern_vnni.c (AVX-512: weft_k512_matmul, and the one-token prefetch
+// of vnni_rows) share, so that the two,
 // which must give the same bits, read the blocks and walk the rows the same
 // way. Included by those two files only, after <immintrin.h> and under
 // their own target pragma.
@@ -25,6 +26,11 @@ static inline __attribute__((always_inline)) float kq_hsum(__m256 v) {
 	return _mm_cvtss_f32(s);
 }
 
+// kq_prefetch asks for the bytes bytes at p (a weight row) into L1.
+static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *p, long bytes) {
+	for (long off = 0; off < bytes; off += 64) _mm_prefetch((const char *)(p + off), _MM_HINT_T0);
+}
+
 // KQ_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
 // tokens at a time (row, r and t in scope). With one token the weights
 // stream from memory: it fetches the row after next while this one is
@@ -32,9 +38,7 @@ static inline __attribute__((always_inline)) float kq_hsum(__m256 v) {
 #define KQ_FOR_ROWS(ROW)                                                                                                 \
 	for (int r = r0; r < r1; r++) {                                                                                  \
 		const uint8_t *row = w + (long)r * rowBytes;                                                             \
-		if (n == 1 && r + 2 < r1)                                                                                \
-			for (long off = 0; off < rowBytes; off += 64)                                                    \
-				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);                     \
+		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);                                     \
 		int t = 0;                                                                                               \
 		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
 		switch (n - t) {                                                                                         \

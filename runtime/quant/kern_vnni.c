@@ -197,9 +197,7 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// One token: the weights stream from memory; fetch the row after
 		// next while this one is computed (within the caller's rows only),
 		// as kern_i8.c does: Q8_0 decode 1.3x faster on an Intel Xeon.
-		if (n == 1 && r + 2 < r1)
-			for (long off = 0; off < rowBytes; off += 64)
-				_mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
+		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
@@ -557,8 +555,8 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
 			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
 			__m128i sm = kq_q4k_scales(sc); // bytes s0..s7, m0..m7
-			__m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));      // words s0..s7
-			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));         // each min twice
+			__m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm)); // words s0..s7
+			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)); // each min twice
 			__m512i isum[4];
 			for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
 			for (int j = 0; j < 4; j++) {
@@ -599,8 +597,8 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 					// low nibbles of ql[0..32) / ql[32..64) for g = 0, high nibbles for g = 2,
 					// with qh's bits 2g, 2g+1 (low half) and 2g+2, 2g+3 (high half)
 					__m512i lo = g2 == 0 ? _mm512_and_si512(L, m4) : _mm512_and_si512(_mm512_srli_epi16(L, 4), m4);
-					__m512i hsh = _mm512_mask_srli_epi16(_mm512_srli_epi16(H, 4 * g2), 0xffff0000u,
-									     _mm512_srli_epi16(H, 4 * g2), 2);
+					__m512i hg = _mm512_srli_epi16(H, 4 * g2);
+					__m512i hsh = _mm512_mask_srli_epi16(hg, 0xffff0000u, hg, 2);
 					__m512i q = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hsh, m2), 4));
 					// sub-blocks of 16: columns 32g..+15, +16..+31 in the low half (scales
 					// 8h+2g, 8h+2g+1), the same for g+1 in the high half
