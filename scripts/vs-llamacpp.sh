@@ -70,10 +70,18 @@ vecflags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|av
 echo "flags:   $vecflags"
 llc=""
 for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+	[[ -r "$d/level" && -r "$d/size" ]] || continue # some guests list no caches in sysfs
 	[[ "$(cat "$d/type" 2>/dev/null)" == Instruction ]] && continue
 	llc="L$(cat "$d/level") $(cat "$d/size")"
 done
-echo "cache:   last level ${llc:-unknown} (cpu0)"
+if [[ -n "$llc" ]]; then
+	echo "cache:   last level $llc (cpu0)"
+else
+	# No sysfs cache entries: glibc's figure comes from cpuid and may be the whole package's L3,
+	# not the slice one core shares; weft's bound then uses the streaming bandwidth.
+	l3="$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || true)"
+	echo "cache:   not in sysfs; getconf LEVEL3_CACHE_SIZE ${l3:-unknown} bytes (cpuid: may count the whole package)"
+fi
 echo "kernel:  $(uname -sr)"
 amx=no
 if grep -q -o amx_tile /proc/cpuinfo; then amx=yes; fi
