@@ -60,15 +60,17 @@ static int weft_f16_gemm_n;
 
 // weft_f16_gemm_from: F16's dot-product kernel converts the rows in
 // registers for every group of 4 tokens, the GEMM once per 32-row tile for
-// all tokens, with 2 x 12 accumulators fed by one FMA each per k. Where a
-// 512-bit FMA is one operation (Intel's AVX-512 cores; AMD from Zen 5), the
-// GEMM wins from one full 12-token panel (WEFT_F16_GEMM_N): on an Intel
-// Xeon (family 6, model 207), 1.0-1.6x at 12 tokens, 1.8-2x at 24, 2.3-2.7x
-// at 128. Zen 4 (AMD family 25, the only AMD family with AVX-512 and 256-bit
-// halves) runs each 512-bit FMA as two, and there the dot-product kernel beat
-// the GEMM at 64-128 tokens for K = 768 and 2048: F16 takes the GEMM only
-// from WEFT_GEMM_BIG_N (BENCHMARKS.md §1). Each CPU always gets the same
-// answer, so a product's kernel never changes from one run to the next.
+// all tokens, with 2 x 12 accumulators fed by one FMA each per k. On Intel's
+// AVX-512 cores the GEMM wins from one full 12-token panel
+// (WEFT_F16_GEMM_N): on an Intel Xeon (family 6, model 207), 1.0-1.6x at 12
+// tokens, 1.8-2x at 24, 2.3-2.7x at 128. On AMD's AVX-512 cores it does not:
+// Zen 4 (family 25) runs each 512-bit FMA as two halves, and there the dot
+// kernel beat the GEMM at 64-128 tokens for K = 768 and 2048; Zen 5 (family
+// 26) converts and multiplies in registers fast enough that the dot kernel
+// ran 1.1-2.6x the GEMM from 12 to 128 tokens for K = 768 and was level or
+// ahead for K = 2048. AMD from family 25 on takes the GEMM only from
+// WEFT_GEMM_BIG_N (BENCHMARKS.md §1). Each CPU always gets the same answer,
+// so a product's kernel never changes from one run to the next.
 static int weft_f16_gemm_from(void) {
 	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
 	if (v) return v;
@@ -78,7 +80,7 @@ static int weft_f16_gemm_from(void) {
 	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
 		unsigned fam = (a >> 8) & 0xf;
 		if (fam == 0xf) fam += (a >> 20) & 0xff;
-		if (fam == 0x19) v = WEFT_GEMM_BIG_N;
+		if (fam >= 0x19) v = WEFT_GEMM_BIG_N;
 	}
 #endif
 	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELAXED);

@@ -75,7 +75,8 @@ enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 
 #define WEFT_GEMM_BIG_N 160
 #endif
 // From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
-// build, except on CPUs that split 512-bit FMAs in two (weft_f16_gemm_from).
+// build on Intel; AMD from Zen 4 on keeps the dot kernel up to
+// WEFT_GEMM_BIG_N (weft_f16_gemm_from).
 #ifndef WEFT_F16_GEMM_N
 #define WEFT_F16_GEMM_N 12
 #endif
