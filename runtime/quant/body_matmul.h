@@ -156,21 +156,56 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 							      long ldy, const int WH, int pf) {
 	int j = 0;
 	if (pf && n <= 2) {
-		// Weights streamed from memory for one or two tokens: one row at
-		// a time, so that each thread reads one sequential stream, which
-		// the hardware prefetchers follow best (four interleaved rows with
-		// software prefetch read F16 weights ~1.5x slower on Zen 4; from
-		// three tokens the 4-row kernel's shared loads of x win). A row's
+		// Weights streamed from memory for one or two tokens: two adjacent
+		// rows at a time (they lie end to end, so each thread reads one
+		// region front to back, which the hardware prefetchers follow
+		// best; four interleaved rows with software prefetch read F16
+		// weights ~1.5x slower on Zen 4; from three tokens the 4-row
+		// kernel's shared loads of x win). Two rows, not one, because one
+		// row is one chain of dependent FMAs, 16 floats per FMA latency a
+		// thread: on AMD Zen 5 that held F16 rows to 40-55 GB/s in cache
+		// and cold alike, where two chains read 70-87 in cache. A row's
 		// sums are those of the 4-row micro-kernel: lane by lane, then the
-		// same tree (hsum and reduce add the lanes alike). The row after
-		// next is prefetched while this one is computed, within the
-		// caller's rows (pf): on an Intel Xeon (family 6, model 207) F16
-		// rows then stream 1.2-1.6x faster than on the prefetchers alone.
-		const long stride = (long)ldw * (WH ? 2 : 4), bytes = (long)K * (WH ? 2 : 4);
-		for (int i = 0; i < m; i++) {
-			if (i + 2 < pf)
-				for (long off = 0; off < bytes; off += 64)
-					__builtin_prefetch((const char *)w + (i + 2) * stride + off, 0, 3);
+		// same tree (hsum and reduce add the lanes alike). Within the
+		// caller's rows (pf) the next pair is prefetched: for one token
+		// all of it as the pair starts, for two (twice the work per byte)
+		// line by line, four rows ahead. Zen 5, cold rows, GB/s against
+		// the one-row read with the row after next prefetched: F16 one
+		// token 53-68 against 36-56; the 32000-row output matrix 69-78
+		// against 42-61 (BENCHMARKS.md §1, what bounds decode).
+		const long es = WH ? 2 : 4, rowb = (long)ldw * es;
+		int i = 0;
+		for (; i + 2 <= m; i += 2) {
+			const char *r0 = (const char *)WOFF(i);
+			const char *ahead = 0;
+			if (n == 1 && i + 4 <= pf)
+				for (long off = 0; off < rowb + K * es; off += 64) __builtin_prefetch(r0 + 2 * rowb + off, 0, 3);
+			if (n == 2 && i + 6 <= pf) ahead = r0 + 4 * rowb;
+			FN(vf) a00 = (FN(vf)){0}, a01 = (FN(vf)){0}, a10 = (FN(vf)){0}, a11 = (FN(vf)){0};
+			int k = 0;
+			for (; k + VW <= K; k += VW) {
+				if (ahead && ((k * es) & 63) == 0) {
+					__builtin_prefetch(ahead + k * es, 0, 3);
+					__builtin_prefetch(ahead + rowb + k * es, 0, 3);
+				}
+				FN(vf) w0 = FN(ldw)(r0, k, WH), w1 = FN(ldw)(r0 + rowb, k, WH);
+				FN(vf) x0 = FN(ld)(x + k);
+				a00 += w0 * x0;
+				a10 += w1 * x0;
+				if (n == 2) {
+					FN(vf) x1 = FN(ld)(x + ldx + k);
+					a01 += w0 * x1;
+					a11 += w1 * x1;
+				}
+			}
+			for (int r = 0; r < 2; r++)
+				for (int t = 0; t < n; t++) {
+					float s = FN(hsum)(r ? (t ? a11 : a10) : (t ? a01 : a00));
+					for (int kk = k; kk < K; kk++) s += FN(wat)(w, (i + r) * ldw + kk, WH) * x[t * ldx + kk];
+					y[t * ldy + i + r] = s;
+				}
+		}
+		for (; i < m; i++) {
 			if (n == 1) FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 1, WH, 0);
 			else FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 2, WH, 0);
 		}

@@ -121,10 +121,12 @@
 //     that stays in L1 (F32 weights are used in place, F16 ones converted
 //     in registers by F16C) and a register-blocked micro-kernel (4 rows x up
 //     to 4 tokens of vector accumulators) runs over it. Weights used in
-//     place for one or two tokens go one row at a time instead, so each
-//     thread reads one sequential stream (F16 decode ~1.5x faster on Zen 4
-//     than four interleaved rows), with the same sums, and the row after
-//     next is prefetched while one is computed (1.2-1.6x on an Intel Xeon). The 16 (or 4)
+//     place for one or two tokens go two adjacent rows at a time instead,
+//     so each thread reads one region front to back (F16 decode ~1.5x
+//     faster on Zen 4 than four interleaved rows) with two independent
+//     FMA chains (one chain held F16 rows to 40-55 GB/s on Zen 5), with
+//     the same sums, and the next pair is prefetched while one is
+//     computed. The 16 (or 4)
 //     accumulators are reduced together by a shuffle-add tree (AVX-512),
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
@@ -139,11 +141,11 @@
 //     AVX-512 build both packings transpose 16 x 16 blocks in registers,
 //     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
-//     96 for F32. F16 takes it from 12 tokens (one full panel) where a
-//     512-bit FMA is one operation, and from 160 on Zen 4, which splits it
-//     in two and where the dot kernel, converting rows in registers, wins
-//     up to 128 tokens (weft_f16_gemm_from reads the CPU's vendor and
-//     family once). The other builds, which transpose element by element,
+//     96 for F32. F16 takes it from 12 tokens (one full panel) on Intel,
+//     and from 160 on AMD from Zen 4 on, where the dot kernel, converting
+//     rows in registers, wins up to 128 tokens (Zen 4 splits each 512-bit
+//     FMA in two; on Zen 5 the dot kernel ran 1.1-2.6x the GEMM for
+//     K = 768); weft_f16_gemm_from reads the CPU's vendor and family once. The other builds, which transpose element by element,
 //     take it from 160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's
 //     Q·Kᵀ over small head dims, tiny models' weights), where the dot
