@@ -67,10 +67,11 @@ static int weft_f16_gemm_n;
 // Zen 4 (family 25) runs each 512-bit FMA as two halves, and there the dot
 // kernel beat the GEMM at 64-128 tokens for K = 768 and 2048; Zen 5 (family
 // 26) converts and multiplies in registers fast enough that the dot kernel
-// ran 1.1-2.6x the GEMM from 12 to 128 tokens for K = 768 and was level or
-// ahead for K = 2048. AMD from family 25 on takes the GEMM only from
-// WEFT_GEMM_BIG_N (BENCHMARKS.md §1). Each CPU always gets the same answer,
-// so a product's kernel never changes from one run to the next.
+// ran 1.0-4.8x the GEMM from 12 to 128 tokens for K = 768, and for K = 2048
+// 1.6-2.3x at 12-24 tokens and level (0.8-1.3x) at 64-128. AMD from
+// family 25 on takes the GEMM only from WEFT_GEMM_BIG_N (BENCHMARKS.md §1).
+// Each CPU always gets the same answer, so a product's kernel never changes
+// from one run to the next.
 static int weft_f16_gemm_from(void) {
 	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
 	if (v) return v;
