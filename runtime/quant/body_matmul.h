@@ -100,7 +100,8 @@ static inline __attribute__((always_inline)) FN(vf) FN(reduce)(FN(vf) *a, const 
 
 // micro computes y[j*ldy + i] = sum_k w[i*ldw + k] * x[j*ldx + k] for
 // i < MR, j < NR; always inlined with constant MR, NR so the accumulators
-// live in registers.
+// live in registers. pf: the rows after these may be prefetched (4 rows:
+// the next 4; 2 rows, the pair read of 2 tokens: rows 4 and 5).
 static inline __attribute__((always_inline)) void FN(micro)(const void *w, long ldw, const float *x, long ldx, int K,
 							     float *y, long ldy, const int MR, const int NR, const int WH, int pf) {
 	FN(vf) acc[4][NRMAX];
@@ -110,6 +111,8 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 	for (; k + VW <= K; k += VW) {
 		FN(vf) xv[NRMAX];
 		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
+		if (MR == 2 && pf && ((k * (WH ? 2 : 4)) & 63) == 0) // the pair read of 2 tokens: the pair after next, a line per line
+			for (int i = 4; i < 6; i++) __builtin_prefetch((const char *)w + (i * ldw + k) * (WH ? 2 : 4), 0, 3);
 		for (int i = 0; i < MR; i++) {
 			if (MR == 4 && pf) // stream: fetch the same column MR rows ahead (next micro call)
 				__builtin_prefetch((const char *)w + ((i + 4) * ldw + k) * (WH ? 2 : 4) + 256, 0, 0);
@@ -173,37 +176,15 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		// the one-row read with the row after next prefetched: F16 one
 		// token 53-68 against 36-56; the 32000-row output matrix 69-78
 		// against 42-61 (BENCHMARKS.md §1, what bounds decode).
-		const long es = WH ? 2 : 4, rowb = (long)ldw * es;
+		const long rowb = (long)ldw * (WH ? 2 : 4);
 		int i = 0;
 		for (; i + 2 <= m; i += 2) {
-			const char *r0 = (const char *)WOFF(i);
-			const char *ahead = 0;
-			if (n == 1 && i + 4 <= pf)
-				for (long off = 0; off < rowb + K * es; off += 64) __builtin_prefetch(r0 + 2 * rowb + off, 0, 3);
-			if (n == 2 && i + 6 <= pf) ahead = r0 + 4 * rowb;
-			FN(vf) a00 = (FN(vf)){0}, a01 = (FN(vf)){0}, a10 = (FN(vf)){0}, a11 = (FN(vf)){0};
-			int k = 0;
-			for (; k + VW <= K; k += VW) {
-				if (ahead && ((k * es) & 63) == 0) {
-					__builtin_prefetch(ahead + k * es, 0, 3);
-					__builtin_prefetch(ahead + rowb + k * es, 0, 3);
-				}
-				FN(vf) w0 = FN(ldw)(r0, k, WH), w1 = FN(ldw)(r0 + rowb, k, WH);
-				FN(vf) x0 = FN(ld)(x + k);
-				a00 += w0 * x0;
-				a10 += w1 * x0;
-				if (n == 2) {
-					FN(vf) x1 = FN(ld)(x + ldx + k);
-					a01 += w0 * x1;
-					a11 += w1 * x1;
-				}
-			}
-			for (int r = 0; r < 2; r++)
-				for (int t = 0; t < n; t++) {
-					float s = FN(hsum)(r ? (t ? a11 : a10) : (t ? a01 : a00));
-					for (int kk = k; kk < K; kk++) s += FN(wat)(w, (i + r) * ldw + kk, WH) * x[t * ldx + kk];
-					y[t * ldy + i + r] = s;
-				}
+			if (n == 1) {
+				if (i + 4 <= pf)
+					for (long off = 0; off < rowb + K * (WH ? 2 : 4); off += 64)
+						__builtin_prefetch((const char *)WOFF(i + 2) + off, 0, 3);
+				FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 2, 1, WH, 0);
+			} else FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 2, 2, WH, i + 6 <= pf);
 		}
 		for (; i < m; i++) {
 			if (n == 1) FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 1, WH, 0);

@@ -145,8 +145,9 @@
 //     and from 160 on AMD from Zen 4 on, where the dot kernel, converting
 //     rows in registers, wins up to 128 tokens (Zen 4 splits each 512-bit
 //     FMA in two; on Zen 5 the dot kernel ran 1.0-4.8x the GEMM for
-//     K = 768); weft_f16_gemm_from reads the CPU's vendor and family once. The other builds, which transpose element by element,
-//     take it from 160 tokens. Short rows take it much earlier in the AVX2
+//     K = 768); weft_f16_gemm_from reads the CPU's vendor and family once.
+//     The other builds, which transpose element by element, take it from
+//     160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's
 //     Q·Kᵀ over small head dims, tiny models' weights), where the dot
 //     kernel's closing horizontal sums cost as much as its multiply-adds
