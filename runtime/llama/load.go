@@ -33,10 +33,10 @@ type archSpec struct {
 }
 
 var archs = map[string]archSpec{
-	"llama": {eps: 1e-5},
-	"qwen2": {neox: true, eps: 1e-6, biases: true},
-	"qwen3": {neox: true, eps: 1e-6, qkNorm: true},
-	// gemma3 joins when the CPU backend applies its sliding windows.
+	"llama":  {eps: 1e-5},
+	"qwen2":  {neox: true, eps: 1e-6, biases: true},
+	"qwen3":  {neox: true, eps: 1e-6, qkNorm: true},
+	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true},
 }
 
 // gemma3SWAPattern is llama.cpp's default sliding-window pattern for gemma3
