@@ -1,4 +1,4 @@
-// kernels.h: the prototypes of package quant's C kernels, the one header
+// kernels.h: the prototypes of package kernels' C kernels, the one header
 // the cgo preambles (kernels_cgo.go, attn_cgo.go) and the C translation
 // units include. It declares, and defines nothing but constants.
 //

@@ -1,10 +1,11 @@
-package quant
+package kernels
 
 import (
 	"sync/atomic"
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // TestParallel checks that every index runs exactly once, on a worker
@@ -24,7 +25,7 @@ func TestParallel(t *testing.T) {
 			}
 			counts[i].Add(1)
 			// a nested MatMul must not deadlock on the pool
-			w := Weight{Type: gguf.TypeF32, Rows: 256, Cols: 256, Data: make([]byte, 256*256*4)}
+			w := quant.Weight{Type: gguf.TypeF32, Rows: 256, Cols: 256, Data: make([]byte, 256*256*4)}
 			err := MatMul(make([]float32, 256*4), w, make([]float32, 256*4), 4)
 			busy[worker].Add(-1)
 			return err

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package quant
+package kernels
 
 import "unsafe"
 

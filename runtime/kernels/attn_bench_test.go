@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // BenchmarkAttend times one decode query (head dim 64, blocks of 16, F16
@@ -39,7 +40,7 @@ func BenchmarkAttend(b *testing.B) {
 					}
 					for j := range nq {
 						RoundF16s(q16, c.q[j*hd:(j+1)*hd])
-						w := Weight{Type: gguf.TypeF32, Rows: n, Cols: hd,
+						w := quant.Weight{Type: gguf.TypeF32, Rows: n, Cols: hd,
 							Data: unsafe.Slice((*byte)(unsafe.Pointer(&kk[0])), 4*len(kk))}
 						MatMul(sc, w, q16, 1)
 						SoftmaxScaled(sc, scale, true)

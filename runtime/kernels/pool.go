@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	goruntime "runtime"

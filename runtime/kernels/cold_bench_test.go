@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // BenchmarkMatMulCold is BenchmarkMatMul as a forward pass sees it: the
@@ -13,12 +14,12 @@ import (
 // for F16), for the layer shapes of synth-110m and the token counts of
 // decoding (1, 16, 64 sequences) and of a 128-token prompt chunk.
 //
-//	go test -run '^$' -bench 'MatMulCold' -benchtime=100x ./runtime/quant/
+//	go test -run '^$' -bench 'MatMulCold' -benchtime=100x ./runtime/kernels/
 func BenchmarkMatMulCold(b *testing.B) {
 	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K} {
 		for _, sh := range []struct{ rows, cols int }{{768, 768}, {2048, 768}, {768, 2048}} {
 			rng := rand.New(rand.NewPCG(5, 6))
-			ws := make([]Weight, 24)
+			ws := make([]quant.Weight, 24)
 			for i := range ws {
 				ws[i] = randomWeight(rng, typ, sh.rows, sh.cols)
 			}

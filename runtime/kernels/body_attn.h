@@ -72,7 +72,7 @@ static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
 	return a;
 }
 
-// aexp: e^x per lane, the same approximation as quant.Exps' C kernels
+// aexp: e^x per lane, the same approximation as Exps' C kernels (vec.go)
 // (body_exp.h).
 #define EXP_VF AF(avf)
 #define EXP_VI AF(avi)

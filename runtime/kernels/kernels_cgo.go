@@ -1,6 +1,6 @@
 //go:build cgo
 
-package quant
+package kernels
 
 /*
 #cgo CFLAGS: -O3 -std=gnu11
@@ -11,6 +11,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 const cgoKernels = true
@@ -18,7 +20,7 @@ const cgoKernels = true
 // matmulRowsC runs the C kernel; prep is x prepared by prepActivations
 // for this product's prepKind, or nil. A C status other than WEFT_OK comes
 // back as an error (kernelError).
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
+func matmulRowsC(isa isaKind, w quant.Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	var pp unsafe.Pointer
 	if len(prep) > 0 {
 		pp = unsafe.Pointer(&prep[0])
@@ -42,13 +44,13 @@ func cISA(isa isaKind) C.int {
 }
 
 // kernelError turns a weft_matmul status into the error MatMul returns.
-func kernelError(rc int, isa isaKind, w Weight, n int) error {
+func kernelError(rc int, isa isaKind, w quant.Weight, n int) error {
 	what := fmt.Sprintf("%v kernel for %v, %d x %d, %d tokens", isa, w.Type, w.Rows, w.Cols, n)
 	switch rc {
 	case C.WEFT_ENOMEM:
 		return fmt.Errorf("%w: %s", ErrKernelMemory, what)
 	case C.WEFT_EUNSUPPORTED:
-		return fmt.Errorf("%w: no %s", ErrType, what)
+		return fmt.Errorf("%w: no %s", quant.ErrType, what)
 	}
 	return fmt.Errorf("%w: %s: status %d", ErrKernel, what, rc)
 }
@@ -70,7 +72,7 @@ func injectKernelFailure(status int) {
 // prepKind says how the kernel for this product prepares its activations
 // (0: it uses x as is), so that a parallel job prepares them once for all
 // its row chunks; prepBytes is the buffer that needs.
-func prepKind(isa isaKind, w Weight, n int) (kind, bytes int) {
+func prepKind(isa isaKind, w quant.Weight, n int) (kind, bytes int) {
 	if isa < isaC {
 		return 0, 0
 	}
@@ -87,13 +89,13 @@ func prepActivations(kind int, x []float32, n, cols int, out []byte) {
 
 // usesQuantizedActivations reports whether MatMul rounds x to 8 bits for
 // this product (the integer kernels).
-func usesQuantizedActivations(isa isaKind, w Weight, n int) bool {
+func usesQuantizedActivations(isa isaKind, w quant.Weight, n int) bool {
 	return isa >= isaC && C.weft_uses_vnni(cISA(isa), C.int(w.Type), C.int(w.Cols), C.int(n)) != 0
 }
 
 // activationBlock is the number of columns that share one 8-bit
 // activation scale where usesQuantizedActivations holds.
-func activationBlock(isa isaKind, w Weight, n int) int {
+func activationBlock(isa isaKind, w quant.Weight, n int) int {
 	if isa < isaC {
 		return 32
 	}

@@ -1,6 +1,6 @@
 //go:build cgo
 
-// kernels.c: the run-time dispatch of package quant's C kernels (the entry
+// kernels.c: the run-time dispatch of package kernels' C kernels (the entry
 // points kernels.h declares for Go), the thread-local scratch the kernels
 // share, and the rules that pick a kernel by token count. Go passes the ISA
 // it found at start-up (cpu.go); the per-ISA kernels live in kern_gen.c,

@@ -1,10 +1,12 @@
-package quant
+package kernels
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // attnCase is a paged cache holding one sequence's rows of KV head 1 of 2,
@@ -29,8 +31,8 @@ func newAttnCase(rng *rand.Rand, hd, nq, n, bs int, qScale float64) attnCase {
 	c.k16, c.v16 = make([]uint16, size), make([]uint16, size)
 	c.k32, c.v32 = make([]float32, size), make([]float32, size)
 	for i := range size {
-		c.k16[i] = F32ToF16(float32(rng.NormFloat64()))
-		c.v16[i] = F32ToF16(float32(rng.NormFloat64()))
+		c.k16[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+		c.v16[i] = quant.F32ToF16(float32(rng.NormFloat64()))
 		c.k32[i] = float32(rng.NormFloat64())
 		c.v32[i] = float32(rng.NormFloat64())
 	}
@@ -52,14 +54,14 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 		r := make([]float64, hd)
 		for i := range r {
 			if f16 {
-				r[i] = float64(F16ToF32(h[off+i]))
+				r[i] = float64(quant.F16ToF32(h[off+i]))
 			} else {
 				r[i] = float64(x[off+i])
 			}
 		}
 		return r
 	}
-	round := func(x float64) float64 { return float64(F16ToF32(F32ToF16(float32(x)))) }
+	round := func(x float64) float64 { return float64(quant.F16ToF32(quant.F32ToF16(float32(x)))) }
 	want, tol = make([]float64, nq*hd), make([]float64, nq*hd)
 	for j := range nq {
 		q := make([]float64, hd)

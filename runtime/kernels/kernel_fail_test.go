@@ -1,6 +1,6 @@
 //go:build cgo
 
-package quant
+package kernels
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // TestKernelFailureIsAnError makes the C matrix kernel fail (as when a
@@ -54,7 +55,7 @@ func TestKernelFailureIsAnError(t *testing.T) {
 		want   error
 	}{
 		{statusNoMemory, ErrKernelMemory},
-		{statusUnsupported, ErrType},
+		{statusUnsupported, quant.ErrType},
 	} {
 		injectKernelFailure(tc.status)
 		for name, f := range run {

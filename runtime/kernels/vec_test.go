@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 func TestDot(t *testing.T) {
@@ -83,7 +85,7 @@ func TestRowMatchesDequantize(t *testing.T) {
 		cols := max(typ.BlockLen(), 64)
 		w := randomWeight(rng, typ, 5, cols)
 		all := make([]float32, 5*cols)
-		if err := Dequantize(typ, w.Data, all); err != nil {
+		if err := quant.Dequantize(typ, w.Data, all); err != nil {
 			t.Fatal(err)
 		}
 		row := make([]float32, cols)

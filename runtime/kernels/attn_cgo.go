@@ -1,6 +1,6 @@
 //go:build cgo
 
-package quant
+package kernels
 
 // #include "kernels.h"
 import "C"

@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 var allTypes = []gguf.Type{
@@ -23,7 +24,7 @@ var scaleOffsets = map[gguf.Type][]int{
 }
 
 // randomWeight builds a rows x cols weight of type typ with random content.
-func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) Weight {
+func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) quant.Weight {
 	rb, err := typ.RowBytes(cols)
 	if err != nil {
 		panic(err)
@@ -36,7 +37,7 @@ func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) Weight {
 		}
 	case gguf.TypeF16:
 		for i := 0; i < len(data); i += 2 {
-			binary.LittleEndian.PutUint16(data[i:], F32ToF16(float32(rng.NormFloat64())))
+			binary.LittleEndian.PutUint16(data[i:], quant.F32ToF16(float32(rng.NormFloat64())))
 		}
 	case gguf.TypeBF16:
 		for i := 0; i < len(data); i += 2 {
@@ -49,11 +50,11 @@ func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) Weight {
 		bs := typ.BlockSize()
 		for b := 0; b < len(data); b += bs {
 			for _, off := range scaleOffsets[typ] {
-				binary.LittleEndian.PutUint16(data[b+off:], F32ToF16(float32(rng.Float64()*0.02+0.001)))
+				binary.LittleEndian.PutUint16(data[b+off:], quant.F32ToF16(float32(rng.Float64()*0.02+0.001)))
 			}
 		}
 	}
-	return Weight{Type: typ, Rows: rows, Cols: cols, Data: data}
+	return quant.Weight{Type: typ, Rows: rows, Cols: cols, Data: data}
 }
 
 func randomVec(rng *rand.Rand, n int) []float32 {
@@ -174,7 +175,7 @@ func TestMatMulConcurrentCallers(t *testing.T) {
 }
 
 func TestMatMulPanicsOnBadShapes(t *testing.T) {
-	w := Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 32)}
+	w := quant.Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 32)}
 	cases := []struct {
 		name string
 		f    func()
@@ -182,13 +183,13 @@ func TestMatMulPanicsOnBadShapes(t *testing.T) {
 		{"short x", func() { MatMul(make([]float32, 2), w, make([]float32, 3), 1) }},
 		{"short y", func() { MatMul(make([]float32, 1), w, make([]float32, 4), 1) }},
 		{"short data", func() {
-			MatMul(make([]float32, 2), Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 31)}, make([]float32, 4), 1)
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 31)}, make([]float32, 4), 1)
 		}},
 		{"bad type", func() {
-			MatMul(make([]float32, 2), Weight{Type: gguf.TypeQ8_K, Rows: 1, Cols: 256, Data: make([]byte, 292)}, make([]float32, 256), 1)
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeQ8_K, Rows: 1, Cols: 256, Data: make([]byte, 292)}, make([]float32, 256), 1)
 		}},
 		{"cols not whole blocks", func() {
-			MatMul(make([]float32, 2), Weight{Type: gguf.TypeQ8_0, Rows: 1, Cols: 33, Data: make([]byte, 34)}, make([]float32, 33), 1)
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeQ8_0, Rows: 1, Cols: 33, Data: make([]byte, 34)}, make([]float32, 33), 1)
 		}},
 	}
 	for _, c := range cases {
@@ -207,7 +208,7 @@ func TestMatMulPanicsOnBadShapes(t *testing.T) {
 // job equal the same products computed one by one.
 func TestMatMulsMatchesMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	ws := []Weight{
+	ws := []quant.Weight{
 		randomWeight(rng, gguf.TypeQ8_0, 768, 768),
 		randomWeight(rng, gguf.TypeQ4_K, 256, 768),
 		randomWeight(rng, gguf.TypeF16, 100, 768),

@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import "math"
 
@@ -136,7 +136,7 @@ func expsGo(dst, src []float32) {
 // row-major rows x cols matrix A (attention's softmax weights times V).
 func MulVecT(y, a, x []float32, rows, cols int) {
 	if rows < 0 || cols < 0 || len(a) < rows*cols || len(x) < rows || len(y) < cols {
-		panic("quant: MulVecT: short slices")
+		panic("kernels: MulVecT: short slices")
 	}
 	if cols == 0 {
 		return

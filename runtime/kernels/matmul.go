@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // MatMul computes y[t*w.Rows + r] = sum_k W[r][k] * x[t*w.Cols + k] for
@@ -14,9 +15,9 @@ import (
 // tokens and splits rows over the worker pool when the product is large
 // enough to pay for it. It panics when w fails Validate or x, y are short
 // (a caller's bug); a failure of the kernel itself (ErrKernelMemory, or
-// ErrType for a shape the C kernel has no code for) is returned, and y is
+// quant.ErrType for a shape the C kernel has no code for) is returned, and y is
 // then undefined.
-func MatMul(y []float32, w Weight, x []float32, n int) error {
+func MatMul(y []float32, w quant.Weight, x []float32, n int) error {
 	rb := checkMatMul(y, w, x, n)
 	if n == 0 || w.Rows == 0 {
 		return nil
@@ -31,14 +32,14 @@ func MatMul(y []float32, w Weight, x []float32, n int) error {
 // which wraps it, reports that a kernel could not allocate its thread's
 // scratch buffer.
 var (
-	ErrKernel       = errors.New("quant: kernel failed")
+	ErrKernel       = errors.New("kernels: kernel failed")
 	ErrKernelMemory = fmt.Errorf("%w: out of memory", ErrKernel)
 )
 
 // Product is one y = W·x of a MatMuls call (see MatMul for the layout).
 type Product struct {
 	Y []float32
-	W Weight
+	W quant.Weight
 	X []float32
 }
 
@@ -73,7 +74,7 @@ func MatMuls(n int, ps ...Product) error {
 	return runJob(n, ps, rb)
 }
 
-func matmulCost(w Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
+func matmulCost(w quant.Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
 
 // runJob splits the products into row chunks that the caller and the pool
 // claim from a shared counter: a worker that wakes late (busy machine)
@@ -161,13 +162,13 @@ func (b *prepBufs) prepare(isa isaKind, n int, ps []Product) [][]byte {
 // which MatMul stays on the caller's goroutine: a handoff costs a few µs.
 const parallelMin = 192 << 10
 
-func checkMatMul(y []float32, w Weight, x []float32, n int) int {
-	rb, err := w.validate()
-	if err != nil {
-		panic(fmt.Sprintf("quant: MatMul: %v", err))
+func checkMatMul(y []float32, w quant.Weight, x []float32, n int) int {
+	if err := w.Validate(); err != nil {
+		panic(fmt.Sprintf("kernels: MatMul: %v", err))
 	}
+	rb := w.RowBytes()
 	if n < 0 || len(x) < n*w.Cols || len(y) < n*w.Rows {
-		panic(fmt.Sprintf("quant: MatMul: %d tokens need x of %d and y of %d, have %d and %d",
+		panic(fmt.Sprintf("kernels: MatMul: %d tokens need x of %d and y of %d, have %d and %d",
 			n, n*w.Cols, n*w.Rows, len(x), len(y)))
 	}
 	return rb
@@ -207,7 +208,7 @@ func (j *job) run(int) {
 
 // matmulRows computes rows [r0, r1) of y for all n tokens.
 // prep is x prepared for this product's kernel (see prepKind) or nil.
-func matmulRows(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
+func matmulRows(isa isaKind, w quant.Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	if isa == isaGo || !cgoKernels {
 		matmulRowsGo(w, rb, r0, r1, x, n, y)
 		return nil
@@ -220,7 +221,7 @@ var rowPool = sync.Pool{New: func() any { return new([]float32) }}
 
 // matmulRowsGo is the portable Go kernel: dequantize a row, dot it with
 // every token.
-func matmulRowsGo(w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
+func matmulRowsGo(w quant.Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
 	K := w.Cols
 	bp := rowPool.Get().(*[]float32)
 	defer rowPool.Put(bp)
@@ -228,9 +229,10 @@ func matmulRowsGo(w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
 		*bp = make([]float32, K)
 	}
 	row := (*bp)[:K]
-	deq := dequantizers[w.Type]
 	for r := r0; r < r1; r++ {
-		deq(w.Data[r*rb:(r+1)*rb], row)
+		if err := quant.Dequantize(w.Type, w.Data[r*rb:(r+1)*rb], row); err != nil {
+			panic(fmt.Sprintf("kernels: MatMul: %v", err)) // w passed Validate
+		}
 		for t := range n {
 			y[t*w.Rows+r] = dotGo(row, x[t*K:(t+1)*K])
 		}
@@ -238,7 +240,7 @@ func matmulRowsGo(w Weight, rb, r0, r1 int, x []float32, n int, y []float32) {
 }
 
 // matMulRef is the reference: reference dequantization, float64 sums.
-func matMulRef(y []float32, w Weight, x []float32, n int) {
+func matMulRef(y []float32, w quant.Weight, x []float32, n int) {
 	checkMatMul(y, w, x, n)
 	row := make([]float32, w.Cols)
 	for r := range w.Rows {
@@ -257,6 +259,6 @@ func matMulRef(y []float32, w Weight, x []float32, n int) {
 // row length as int8 dot products at every token count on this CPU (their
 // arithmetic peak is then the integer one, not the float one).
 func Int8Products(t gguf.Type, cols int) bool {
-	w := Weight{Type: t, Cols: cols}
+	w := quant.Weight{Type: t, Cols: cols}
 	return usesQuantizedActivations(activeISA, w, 1) && usesQuantizedActivations(activeISA, w, 1024)
 }

@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // cpuTime is the CPU time this process has used (all threads): on a busy
@@ -26,13 +27,13 @@ func cpuTime() time.Duration {
 // for the shapes of a 110M llama: ffn_up (2048 rows x 768) and the output
 // matrix (32000 x 768).
 //
-//	go test -run '^$' -bench 'MatMul/' -benchtime=20x ./runtime/quant/
+//	go test -run '^$' -bench 'MatMul/' -benchtime=20x ./runtime/kernels/
 func BenchmarkMatMul(b *testing.B) {
 	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
 	shapes := []struct{ rows, cols int }{{2048, 768}, {768, 2048}, {32000, 768}}
 	for _, typ := range types {
 		for _, sh := range shapes {
-			var w Weight
+			var w quant.Weight
 			for _, n := range []int{1, 4, 16, 64, 128, 512} {
 				if sh.rows > 4096 && n > 64 {
 					continue

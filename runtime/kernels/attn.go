@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"fmt"
@@ -65,24 +65,24 @@ func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float3
 func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
 	hd, bs := kv.HeadDim, kv.BlockSize
 	if hd <= 0 || bs <= 0 || n <= 0 || nQ%hd != 0 || nOut < nQ || kv.Stride < 0 || kv.Off < 0 {
-		panic(fmt.Sprintf("quant: Attend: bad shape (q %d, out %d, head dim %d, block size %d, n %d)", nQ, nOut, hd, bs, n))
+		panic(fmt.Sprintf("kernels: Attend: bad shape (q %d, out %d, head dim %d, block size %d, n %d)", nQ, nOut, hd, bs, n))
 	}
 	nq := nQ / hd
 	if nq == 0 {
 		return 0
 	}
 	if nScratch < AttendScratch(nq, n, hd) {
-		panic("quant: Attend: short scratch")
+		panic("kernels: Attend: short scratch")
 	}
 	nb := (n + bs - 1) / bs
 	if len(kv.Blocks) < nb {
-		panic("quant: Attend: block table shorter than n positions")
+		panic("kernels: Attend: block table shorter than n positions")
 	}
 	for i, b := range kv.Blocks[:nb] {
 		rows := min(bs, n-i*bs)
 		end := int(b)*kv.Stride + kv.Off + rows*hd
 		if b < 0 || end > nK || end > nV {
-			panic(fmt.Sprintf("quant: Attend: block %d (id %d) outside the cache", i, b))
+			panic(fmt.Sprintf("kernels: Attend: block %d (id %d) outside the cache", i, b))
 		}
 	}
 	return nq
@@ -132,7 +132,7 @@ func SoftmaxCausal(sc []float32, rows, n, T, pos0 int, scale float32, round bool
 	}
 	sc = sc[:rows*n]
 	if T <= 0 || pos0+T > n {
-		panic("quant.SoftmaxCausal: tokens past the scored positions")
+		panic("kernels.SoftmaxCausal: tokens past the scored positions")
 	}
 	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, scale, round) {
 		return

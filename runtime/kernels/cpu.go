@@ -1,4 +1,4 @@
-package quant
+package kernels
 
 import (
 	"fmt"
@@ -72,7 +72,7 @@ func availableISAs() []isaKind {
 // setISA switches kernels (tests and benchmarks); it returns the previous.
 func setISA(k isaKind) isaKind {
 	if k > bestISA() {
-		panic(fmt.Sprintf("quant: %v kernels not available on this CPU", k))
+		panic(fmt.Sprintf("kernels: %v kernels not available on this CPU", k))
 	}
 	old := activeISA
 	activeISA = k
@@ -99,7 +99,7 @@ func UseISA(name string) (string, error) {
 			return setISA(k).String(), nil
 		}
 	}
-	return "", fmt.Errorf("quant: kernel set %q: this CPU runs %v", name, AvailableISAs())
+	return "", fmt.Errorf("kernels: kernel set %q: this CPU runs %v", name, AvailableISAs())
 }
 
 // batchInvariant: see SetBatchInvariant.

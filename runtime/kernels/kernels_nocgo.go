@@ -1,15 +1,17 @@
 //go:build !cgo
 
-package quant
+package kernels
+
+import "github.com/weft-inference/weft/runtime/quant"
 
 const cgoKernels = false
 
-func matmulRowsC(isa isaKind, w Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
+func matmulRowsC(isa isaKind, w quant.Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	matmulRowsGo(w, rb, r0, r1, x, n, y)
 	return nil
 }
 
-func usesQuantizedActivations(isa isaKind, w Weight, n int) bool { return false }
+func usesQuantizedActivations(isa isaKind, w quant.Weight, n int) bool { return false }
 
 func dotC(isa isaKind, a, b []float32) float32 { return dotGo(a, b) }
 
@@ -20,7 +22,7 @@ func siluMulFast(gate, up []float32) bool                { return false }
 func mulVecTFast(y, a, x []float32, rows, cols int) bool { return false }
 func roundF16sFast(dst, src []float32) bool              { return false }
 
-func prepKind(isaKind, Weight, int) (kind, bytes int) { return 0, 0 }
+func prepKind(isaKind, quant.Weight, int) (kind, bytes int) { return 0, 0 }
 
 func prepActivations(int, []float32, int, int, []byte) {}
 
@@ -34,4 +36,4 @@ func streamSum(p []float32) float32 {
 	return s
 }
 
-func activationBlock(isaKind, Weight, int) int { return 32 }
+func activationBlock(isaKind, quant.Weight, int) int { return 32 }
