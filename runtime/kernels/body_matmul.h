@@ -1,6 +1,6 @@
 // body_matmul.h: a fragment, not a header: the matrix and vector kernels
 // of one instruction set. kern_gen.c, kern_avx2.c and kern_avx512.c each
-// include it once, after kernels.h, body_f16.h and (x86) <immintrin.h>,
+// include it once, after kernels.h, scratch.h, body_f16.h and (x86) <immintrin.h>,
 // under their GCC target pragma, with SFX (name suffix), VW (floats per
 // vector), NRMAX (tokens per micro-kernel call), GMV and GNT (the packed
 // GEMM's tile: GMV vectors of rows x GNT tokens) and, where the target has
@@ -153,8 +153,8 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 // pf: how many rows from w on may be prefetched (0 for a tile). When w is
 // the weight matrix itself, streamed from memory, the 4-row micro-kernel
 // prefetches the next 4 rows, as far as the caller's row range goes: past
-// a tile's end the addresses may be unmapped, and on Zen 1 under KVM such
-// prefetches made Q8_0 products 25x slower.
+// a tile's end the addresses may be unmapped, and such prefetches can cost
+// more than the product (BENCHMARKS.md §1).
 static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y,
 							      long ldy, const int WH, int pf) {
 	int j = 0;
@@ -162,20 +162,16 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		// Weights streamed from memory for one or two tokens: two adjacent
 		// rows at a time (they lie end to end, so each thread reads one
 		// region front to back, which the hardware prefetchers follow
-		// best; four interleaved rows with software prefetch read F16
-		// weights ~1.5x slower on Zen 4; from three tokens the 4-row
-		// kernel's shared loads of x win). Two rows, not one, because one
-		// row is one chain of dependent FMAs, 16 floats per FMA latency a
-		// thread: on AMD Zen 5 that held F16 rows to 40-55 GB/s in cache
-		// and cold alike, where two chains read 70-87 in cache. A row's
-		// sums are those of the 4-row micro-kernel: lane by lane, then the
-		// same tree (hsum and reduce add the lanes alike). Within the
-		// caller's rows (pf) the next pair is prefetched: for one token
-		// all of it as the pair starts, for two (twice the work per byte)
-		// line by line, four rows ahead. Zen 5, cold rows, GB/s against
-		// the one-row read with the row after next prefetched: F16 one
-		// token 53-68 against 36-56; the 32000-row output matrix 69-78
-		// against 42-61 (BENCHMARKS.md §1, what bounds decode).
+		// best, where four interleaved rows with software prefetch read
+		// them slower; from three tokens the 4-row kernel's shared loads
+		// of x win). Two rows, not one, because one row is one chain of
+		// dependent FMAs, 16 floats per FMA latency a thread, which can
+		// bound the read below memory's rate. A row's sums are those of
+		// the 4-row micro-kernel: lane by lane, then the same tree (hsum
+		// and reduce add the lanes alike). Within the caller's rows (pf)
+		// the next pair is prefetched: for one token all of it as the pair
+		// starts, for two (twice the work per byte) line by line, four
+		// rows ahead (the figures: BENCHMARKS.md §1, what bounds decode).
 		const long rowb = (long)ldw * (WH ? 2 : 4);
 		int i = 0;
 		for (; i + 2 <= m; i += 2) {

@@ -93,7 +93,7 @@
 //   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI,
 //     and Q4_K/Q6_K below the lane GEMM's 8 tokens on AVX-512 VNNI too (kern_i8.c;
 //     one FMA per super-block beats the VNNI row kernel's per-64-column float
-//     work there by 10-30 %): int8 activations, per 32 columns for Q8_0/Q4_0 and per
+//     work there): int8 activations, per 32 columns for Q8_0/Q4_0 and per
 //     256 for the K-quants (llama.cpp's Q8_K; a super-block then adds up
 //     in integers); vpmaddubsw multiplies 32 weight bytes with 32
 //     activations into pair sums, vpmaddwd adds the pairs (scaling them by
@@ -113,11 +113,10 @@
 //     in registers by F16C) and a register-blocked micro-kernel (4 rows x up
 //     to 4 tokens of vector accumulators) runs over it. Weights used in
 //     place for one or two tokens go two adjacent rows at a time instead,
-//     so each thread reads one region front to back (F16 decode ~1.5x
-//     faster on Zen 4 than four interleaved rows) with two independent
-//     FMA chains (one chain held F16 rows to 40-55 GB/s on Zen 5), with
-//     the same sums, and the next pair is prefetched while one is
-//     computed. The 16 (or 4)
+//     so each thread reads one region front to back (faster than four
+//     interleaved rows) with two independent FMA chains (one chain can
+//     bound the read below memory's rate), with the same sums, and the
+//     next pair is prefetched while one is computed. The 16 (or 4)
 //     accumulators are reduced together by a shuffle-add tree (AVX-512),
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
@@ -133,10 +132,11 @@
 //     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
 //     96 for F32. F16 takes it from 12 tokens (one full panel) on Intel,
-//     and from 160 on AMD from Zen 4 on, where the dot kernel, converting
-//     rows in registers, wins up to 128 tokens (Zen 4 splits each 512-bit
-//     FMA in two; on Zen 5 the dot kernel ran 1.0-4.8x the GEMM for
-//     K = 768); weft_f16_gemm_from reads the CPU's vendor and family once.
+//     and from WEFT_GEMM_BIG_N (160) on AMD from family 25 (Zen 4) on, where
+//     the dot kernel, converting rows in registers, keeps it below that
+//     (Zen 4 splits each 512-bit FMA in two; Zen 5 converts and multiplies
+//     fast enough); weft_f16_gemm_from reads the CPU's vendor and family
+//     once.
 //     The other builds, which transpose element by element, take it from
 //     160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's
@@ -144,13 +144,14 @@
 //     kernel's closing horizontal sums cost as much as its multiply-adds
 //     (weft_gemm_short_rows).
 //
-// # C translation units (kernels.h, kernels.c, kern_*.c, body_*.h)
+// # C translation units (kernels.h, kernels.c, scratch.c, kern_*.c, body_*.h)
 //
-// kernels.h is the one header: it declares the C entry points Go calls
-// and those the translation units share, and the token-count thresholds.
-// kernels.c holds the run-time dispatch (Go passes the ISA it picked at
-// start-up from golang.org/x/sys/cpu; ISA reports it), the thread-local
-// scratch and the threshold rules. kern_gen.c (portable: the compiler's
+// kernels.h declares the C entry points Go calls and those the
+// translation units share, and the token-count thresholds. kernels.c holds
+// the run-time dispatch (Go passes the ISA it picked at start-up from
+// golang.org/x/sys/cpu; ISA reports it) and the threshold rules. scratch.c
+// owns the per-thread scratch arena (scratch.h: weft_scratch), the only
+// mutable state the units share; no .c file includes another. kern_gen.c (portable: the compiler's
 // baseline, SSE2 on amd64, NEON on arm64), kern_avx2.c (AVX2+FMA+F16C) and
 // kern_avx512.c (AVX-512 F/BW/VL/DQ) each compile the same plain-C
 // fragments, body_matmul.h and body_attn.h (with body_exp.h and

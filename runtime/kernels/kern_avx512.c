@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "scratch.h"
 #include "body_f16.h"
 
 #if WEFT_X86

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "scratch.h"
 #include "body_f16.h"
 
 #define SFX _gen

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "scratch.h"
 
 #if WEFT_X86
 #include <immintrin.h>

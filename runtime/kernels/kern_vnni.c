@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "scratch.h"
 
 #if WEFT_X86
 #include <immintrin.h>
@@ -196,7 +197,7 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		const uint8_t *row = w + (long)r * rowBytes;
 		// One token: the weights stream from memory; fetch the row after
 		// next while this one is computed (within the caller's rows only),
-		// as kern_i8.c does: Q8_0 decode 1.3x faster on an Intel Xeon.
+		// as kern_i8.c does (BENCHMARKS.md §1, what bounds decode).
 		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so

@@ -1,29 +1,17 @@
 //go:build cgo
 
 // kernels.c: the run-time dispatch of package kernels' C kernels (the entry
-// points kernels.h declares for Go), the thread-local scratch the kernels
-// share, and the rules that pick a kernel by token count. Go passes the ISA
-// it found at start-up (cpu.go); the per-ISA kernels live in kern_gen.c,
-// kern_avx2.c, kern_avx512.c, kern_vnni.c and kern_i8.c.
-#include <stdlib.h>
+// points kernels.h declares for Go) and the rules that pick a kernel by
+// token count. Go passes the ISA it found at start-up (cpu.go); the per-ISA
+// kernels live in kern_gen.c, kern_avx2.c, kern_avx512.c, kern_vnni.c and
+// kern_i8.c, the per-thread scratch they share in scratch.c. Its two
+// globals are its own (static): the injected test failure, set only
+// through weft_inject_failure, and the cached F16 GEMM threshold.
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 
 #include "kernels.h"
-
-static __thread float *weft_tls_buf[3];
-static __thread long weft_tls_cap[3];
-
-float *weft_scratch(int slot, long n) {
-	if (n > weft_tls_cap[slot]) {
-		free(weft_tls_buf[slot]);
-		long bytes = (n * 4 + 63) & ~63L;
-		weft_tls_buf[slot] = aligned_alloc(64, bytes);
-		weft_tls_cap[slot] = weft_tls_buf[slot] ? n : 0;
-	}
-	return weft_tls_buf[slot];
-}
 
 // weft_fault: the status weft_inject_failure asked every weft_matmul to
 // return (WEFT_OK: none). The tests use it to reach every caller's error
@@ -60,18 +48,15 @@ static int weft_f16_gemm_n;
 
 // weft_f16_gemm_from: F16's dot-product kernel converts the rows in
 // registers for every group of 4 tokens, the GEMM once per 32-row tile for
-// all tokens, with 2 x 12 accumulators fed by one FMA each per k. On Intel's
-// AVX-512 cores the GEMM wins from one full 12-token panel
-// (WEFT_F16_GEMM_N): on an Intel Xeon (family 6, model 207), 1.0-1.6x at 12
-// tokens, 1.8-2x at 24, 2.3-2.7x at 128. On AMD's AVX-512 cores it does not:
-// Zen 4 (family 25) runs each 512-bit FMA as two halves, and there the dot
-// kernel beat the GEMM at 64-128 tokens for K = 768 and 2048; Zen 5 (family
-// 26) converts and multiplies in registers fast enough that the dot kernel
-// ran 1.0-4.8x the GEMM from 12 to 128 tokens for K = 768, and for K = 2048
-// 1.6-2.3x at 12-24 tokens and level (0.8-1.3x) at 64-128. AMD from
-// family 25 on takes the GEMM only from WEFT_GEMM_BIG_N (BENCHMARKS.md §1).
-// Each CPU always gets the same answer, so a product's kernel never changes
-// from one run to the next.
+// all tokens, with 2 x 12 accumulators fed by one FMA each per k. The rule:
+// Intel's AVX-512 cores take the GEMM from one full 12-token panel
+// (WEFT_F16_GEMM_N); AMD from family 25 on (Zen 4, which runs each 512-bit
+// FMA as two halves, and Zen 5, which converts and multiplies in registers
+// fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens. The
+// figures behind it, per machine and shape, are in BENCHMARKS.md §1 (what
+// bounds the CPU runtime: kernel choice by batch size). Each CPU always
+// gets the same answer, so a product's kernel never changes from one run
+// to the next.
 static int weft_f16_gemm_from(void) {
 	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
 	if (v) return v;

@@ -1,11 +1,12 @@
-// kernels.h: the prototypes of package kernels' C kernels, the one header
-// the cgo preambles (kernels_cgo.go, attn_cgo.go) and the C translation
-// units include. It declares, and defines nothing but constants.
+// kernels.h: the prototypes of package kernels' C kernels, the header the
+// cgo preambles (kernels_cgo.go, attn_cgo.go) and the C translation units
+// include. It declares, and defines nothing but constants.
 //
 // Translation units (cgo compiles every .c file of the package; each is
-// built only with cgo, see its go:build line):
+// built only with cgo, see its go:build line; no .c file includes another):
 //   kernels.c      run-time dispatch (the weft_* and watt_* entry points Go
-//                  calls), thread-local scratch, the token-count thresholds
+//                  calls), the token-count thresholds
+//   scratch.c      the per-thread scratch arena (scratch.h), its only owner
 //   kern_gen.c     portable kernels (the compiler's baseline vectors)
 //   kern_avx2.c    AVX2 + FMA + F16C kernels            (amd64 only)
 //   kern_avx512.c  AVX-512 F/BW/VL/DQ kernels           (amd64 only)
@@ -18,7 +19,8 @@
 // body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
 // share (the Q4_K scales, the closing sum, the walk over rows). Fragments
 // are included only by those .c files, never by this header or by each
-// other in a cycle.
+// other in a cycle. The units share no mutable data but the scratch arena,
+// reached only through weft_scratch.
 #ifndef WEFT_KERNELS_H
 #define WEFT_KERNELS_H
 
@@ -59,7 +61,7 @@ enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 
 // kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_K and
 // Q6_K take the int8 lane GEMM: its 16-token panels, half empty at 8
 // tokens, already match the row kernels there, which read each row once
-// per 4 (8) tokens, and beat them 1.4-1.8x at 12-15 (BENCHMARKS.md §1).
+// per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
 #define WEFT_LANE_MIN_N 8
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K)
@@ -148,10 +150,6 @@ float weft_stream_sum(int isa, const float *p, long n);
 
 // ---- shared by the translation units ----
 
-// weft_scratch returns this thread's buffer number slot (0..2) of at least
-// n floats (64-byte aligned), or NULL when it cannot be allocated. Buffers
-// live as long as the thread.
-float *weft_scratch(int slot, long n);
 // The thresholds' rules (kernels.c): whether the AVX-512 build takes the
 // packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
 // tokens; how many rows the dot-product kernel dequantizes per tile.

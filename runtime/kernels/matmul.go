@@ -93,9 +93,9 @@ func runJob(n int, ps []Product, rb []int) error {
 	for i, p := range ps {
 		// Few tokens: two chunks per worker. Many: up to four, in
 		// multiples of the GEMM's 32-row tile and of at least 192 rows
-		// (the float GEMM packs all tokens again per chunk: ~15% lost at
-		// 96 rows of K = 2048), so the caller can take over a late
-		// worker's share.
+		// (the float GEMM packs all tokens again per chunk, a cost that
+		// smaller chunks pay too often), so the caller can take over a
+		// late worker's share.
 		np, align := min(2*parts, p.W.Rows/16), 4
 		if n >= 24 {
 			np, align = min(4*parts, p.W.Rows/192), 32
