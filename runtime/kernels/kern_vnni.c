@@ -522,7 +522,6 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	}
 	return 0;
 }
-#endif
 
 // ---- Q4_K and Q6_K below the lane GEMM: kern_i8.c's kernel, 64 bytes wide ----
 // The same arithmetic as i8k_row in kern_i8.c (per-256 activations of
@@ -650,3 +649,4 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 #undef K5_ROW14
 	return 0;
 }
+#endif
