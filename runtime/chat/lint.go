@@ -1,6 +1,9 @@
 package chat
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // checkCycles rejects templates that could build a cyclic value. Printing,
 // comparing or serializing a cyclic value (a namespace holding itself, a
@@ -28,7 +31,11 @@ import "fmt"
 // source rather than a proof: the guarantee it gives is against cycles
 // built in the ways above.
 func checkCycles(source string) error {
-	tags := lexTags(source)
+	lexed := lexTags(source)
+	tags := make([][]string, len(lexed))
+	for i, lt := range lexed {
+		tags[i] = lt.toks
+	}
 
 	// Scopes: 0 is the top level, each macro gets its own.
 	type macroDef struct {
@@ -93,7 +100,7 @@ func checkCycles(source string) error {
 		}
 		for j := 1; j < len(toks); j++ {
 			if toks[j] == "(" && toks[j-1] != "." && mutators[toks[j-1]] && j >= 2 && toks[j-2] == "." {
-				return fmt.Errorf("method .%s() modifies a list or dict in place, which Hugging Face's sandbox forbids and which could form a cycle", toks[j-1])
+				return fmt.Errorf("line %d: method .%s() is not supported: it modifies a list or dict in place, which Hugging Face's sandbox forbids and which could form a cycle", lexed[i].line, toks[j-1])
 			}
 		}
 	}
@@ -146,7 +153,7 @@ func checkCycles(source string) error {
 	for i, toks := range tags {
 		if t, ok := attrTarget(toks); ok {
 			if k := indexOf(toks, "="); k > 0 && holds(scopeOf[i], toks[k+1:]) {
-				return fmt.Errorf("{%% set %s.… %%} stores a value that may hold a namespace, which could form a cycle", t)
+				return fmt.Errorf("line %d: {%% set %s.… %%} is not supported: it stores a value that may hold a namespace, which could form a cycle", lexed[i].line, t)
 			}
 		}
 	}
@@ -157,11 +164,18 @@ var mutators = map[string]bool{
 	"append": true, "insert": true, "extend": true, "pop": true, "update": true, "setdefault": true,
 }
 
+// lexedTag is the tokens of one tag and the line (from 1) where it starts.
+type lexedTag struct {
+	toks []string
+	line int
+}
+
 // lexTags returns the tokens of every {{ }} and {% %} tag of source,
 // skipping comments and {% raw %} blocks.
-func lexTags(source string) [][]string {
-	var tags [][]string
+func lexTags(source string) []lexedTag {
+	var tags []lexedTag
 	inRaw := false
+	line, counted := 1, 0 // line of source[counted]
 	for i := 0; ; {
 		t, ok := nextTag(source, i)
 		if !ok {
@@ -186,7 +200,9 @@ func lexTags(source string) [][]string {
 		} else if inRaw {
 			continue
 		}
-		tags = append(tags, exprTokens(content))
+		line += strings.Count(source[counted:t.start], "\n")
+		counted = t.start
+		tags = append(tags, lexedTag{toks: exprTokens(content), line: line})
 	}
 	return tags
 }

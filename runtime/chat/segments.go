@@ -36,6 +36,13 @@ const (
 // Concatenating the segments' texts gives Render's output for templates
 // that only copy or trim contents.
 func (t *Template) RenderSegments(msgs []Message, addGenerationPrompt bool) ([]Segment, error) {
+	return t.RenderSegmentsVars(msgs, addGenerationPrompt, Vars{})
+}
+
+// RenderSegmentsVars is RenderSegments with the template variables of v, as
+// RenderVars. Only message contents are marked as data: reasoning contents,
+// tool calls and v's values are part of the template's text.
+func (t *Template) RenderSegmentsVars(msgs []Message, addGenerationPrompt bool, v Vars) ([]Segment, error) {
 	subst := make([]Message, len(msgs))
 	cores := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -46,9 +53,10 @@ func (t *Template) RenderSegments(msgs []Message, addGenerationPrompt bool) ([]S
 			continue
 		}
 		k := strings.Index(m.Content, core)
-		subst[i] = Message{Role: m.Role, Content: m.Content[:k] + markerOpen + strconv.Itoa(i) + markerClose + m.Content[k+len(core):]}
+		subst[i] = m
+		subst[i].Content = m.Content[:k] + markerOpen + strconv.Itoa(i) + markerClose + m.Content[k+len(core):]
 	}
-	out, err := t.Render(subst, addGenerationPrompt)
+	out, err := t.RenderVars(subst, addGenerationPrompt, v)
 	if err != nil {
 		return nil, err
 	}
