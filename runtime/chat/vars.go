@@ -154,7 +154,8 @@ func (v *Vars) addVars(data map[string]jinja.Value) error {
 
 // jsonToValue decodes one JSON value into engine values, keeping the order
 // of object keys (the engine's dicts are ordered; Go maps are not). Integers
-// that fit in int64 become ints, other numbers floats.
+// that fit in int64 become ints, other numbers floats (so an integer beyond
+// int64 prints as a float, where Python would keep it exact).
 func jsonToValue(b []byte) (jinja.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
