@@ -90,6 +90,14 @@ func TestSharedTemplateOutputs(t *testing.T) {
 				"[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"call0001x\"}]</s>" +
 				"[TOOL_RESULTS]{\"content\": 22C, \"call_id\": \"call0001x\"}[/TOOL_RESULTS]"},
 
+		// Mistral Small 3.2: system prompt block; tool calls as
+		// [TOOL_CALLS]name[CALL_ID]id[ARGS]json.
+		{"mistral-small-3.2 multi", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "<s>", "</s>", multiConv, true, Vars{},
+			"<s>[SYSTEM_PROMPT]Sys[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]How are you?[/INST]"},
+		{"mistral-small-3.2 tools", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "<s>", "</s>", append([]Message{{Role: "system", Content: "Sys"}}, toolConv...), true, Vars{Tools: tools},
+			"<s>[SYSTEM_PROMPT]Sys[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + weatherToolJSON + "][/AVAILABLE_TOOLS][INST]Weather in Paris?[/INST]" +
+				"[TOOL_CALLS]get_weather[CALL_ID]call0001x[ARGS]{\"city\": \"Paris\"}</s>[TOOL_RESULTS]call0001x[TOOL_CONTENT]22C[/TOOL_RESULTS]"},
+
 		// Gemma 2: no system role; assistant is "model".
 		{"gemma2 multi", "google-gemma-2-2b-it.jinja", "<bos>", "<eos>", multiConv[1:], true, Vars{},
 			"<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\nHow are you?<end_of_turn>\n<start_of_turn>model\n"},

@@ -40,3 +40,39 @@ func TestUnsupportedRefusedAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineConstructs pins what 2026 templates rely on, with the output
+// Hugging Face's Jinja gives.
+func TestEngineConstructs(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}", "2"},
+		{"{% for i in [1, 2, 3, 4] %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}", "13"},
+		{"{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}", "u"},
+		{"{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}", "a=1;b=2;"},
+		{"{% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}{% endfor %}", "ab"},
+		{"{{ ' <think>x</think>y '.strip().startswith('<think>') }} {{ 'a</think>b'.split('</think>')[-1] }} {{ 'aXbX'.replace('X', '-') }}", "True b a-b-"},
+		{"{{ 'abc' is iterable }} {{ 'abc' is string }} {{ {} is mapping }} {{ none is none }} {{ x is defined }}", "True True True True False"},
+		{"{{ messages[0].content | tojson }}{{ messages[-1]['role'] }}{{ messages | length }}", `"s"user2`},
+		{"{{ strftime_now('%d %B %Y') }}", "05 March 2026"},
+		{"{{ raise_exception('no') }}", "rejected: no"},
+	} {
+		tmpl, err := New(tc.src, "", "")
+		if err != nil {
+			t.Errorf("New(%q): %v", tc.src, err)
+			continue
+		}
+		got, err := tmpl.RenderVars([]Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}, false, Vars{Now: fixedNow})
+		if err != nil {
+			var rej *RejectedError
+			if errors.As(err, &rej) {
+				got = "rejected: " + rej.Message
+			} else {
+				t.Errorf("Render(%q): %v", tc.src, err)
+				continue
+			}
+		}
+		if got != tc.want {
+			t.Errorf("Render(%q) = %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
