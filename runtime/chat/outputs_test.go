@@ -129,6 +129,15 @@ func TestSharedTemplateOutputs(t *testing.T) {
 				"<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}<|call|>" +
 				"<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"22C\"<|end|><|start|>assistant"},
 
+		// Kimi K2 Thinking: tool call ids queued with append, taken back
+		// with pop for the tool result.
+		{"kimi-k2-thinking tools", "Kimi-K2-Thinking.jinja", "", "<|im_end|>", toolConv, true, Vars{Tools: tools},
+			"<|im_system|>tool_declare<|im_middle|>[" + weatherToolJSON + "]<|im_end|>" +
+				"<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>" +
+				"<|im_user|>user<|im_middle|>Weather in Paris?<|im_end|>" +
+				"<|im_assistant|>assistant<|im_middle|><think></think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_calls_section_end|><|im_end|>" +
+				"<|im_system|>get_weather<|im_middle|>## Return of functions.get_weather:0\n22C<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+
 		// DeepSeek R1 distills: the system prompt right after BOS; the Qwen
 		// distill's template (llama.cpp's copy) closes the think block
 		// unless enable_thinking.

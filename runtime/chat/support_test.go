@@ -20,7 +20,7 @@ func TestUnsupportedRefusedAtLoad(t *testing.T) {
 		{"{{ s.rsplit('x', 1) }}", `line 1: method .rsplit() is not supported`},
 		{"{{ s.isdigit() }}", `line 1: method .isdigit() is not supported`},
 		{"{{ zip(a, b) }}", `line 1: function zip() is not supported`},
-		{"{% set ns = namespace(a=[]) %}\n{% set _ = ns.a.append(1) %}", `line 2: method .append() is not supported`},
+		{"{% set ns = namespace(a=[]) %}\n{% set _ = ns.a.append(ns.a) %}", `line 2: method .append() is not supported`},
 		{"{% do x %}", `unknown statement "do"`},
 		// Inside string literals and comments nothing is checked.
 		{"{{ '| wrap .rsplit() zip()' }}{# x | wrap #}", ""},
