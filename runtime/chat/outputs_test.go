@@ -110,6 +110,15 @@ func TestSharedTemplateOutputs(t *testing.T) {
 		{"gemma4 multi thinking", "google-gemma-4-31B-it.jinja", "<bos>", "<eos>", multiConv, true, Vars{EnableThinking: boolPtr(true)},
 			"<bos><|turn>system\n<|think|>\nSys<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n<|turn>user\nHow are you?<turn|>\n<|turn>model\n"},
 
+		// Gemma 4 tools: declarations in its own notation (<|"|> quotes,
+		// sorted keys, upper-case types); the tool result follows the call
+		// in the same model turn, and no generation prompt comes after it.
+		{"gemma4 tools", "google-gemma-4-31B-it.jinja", "<bos>", "<eos>", toolConv, true, Vars{Tools: tools},
+			"<bos><|turn>system\n<|tool>declaration:get_weather{description:<|\"|>Get the current weather in a city<|\"|>," +
+				"parameters:{properties:{city:{description:<|\"|>The city<|\"|>,type:<|\"|>STRING<|\"|>}},required:[<|\"|>city<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n" +
+				"<|turn>user\nWeather in Paris?<turn|>\n" +
+				"<|turn>model\n<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|><|tool_response>response:get_weather{value:<|\"|>22C<|\"|>}<tool_response|>"},
+
 		// gpt-oss (harmony): the system message becomes the developer's
 		// instructions; a final assistant turn without a generation prompt
 		// ends with <|return|>.
