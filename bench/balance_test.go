@@ -13,6 +13,7 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/bench"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
@@ -77,10 +78,13 @@ func replica(t *testing.T, maxSeqs int, stepTime time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: byteTokenizer{}, Limits: sched.Limits(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := server.New(server.Config{
-		Scheduler: sched, Tokenizer: byteTokenizer{},
-		Info:   server.ModelInfo{Name: "fake", BOS: 1, EOG: []int32{2}},
-		Logger: slog.New(slog.DiscardHandler),
+		Scheduler: sched, Door: door, Tokenizer: byteTokenizer{},
+		Info: server.ModelInfo{Name: "fake", BOS: 1, EOG: []int32{2}},
 	})
 	if err != nil {
 		t.Fatal(err)

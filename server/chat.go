@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -24,9 +25,12 @@ var roleNames = map[inferencev1.Role]string{
 
 // chatReply is the reply streaming for one turn.
 type chatReply struct {
-	st    *scheduler.Stream
-	pump  pumping
-	index int32
+	st      *scheduler.Stream
+	done    chan frontdoor.Followed // the following's end
+	stalled <-chan time.Time        // one Send blocked past the stall limit
+	text    strings.Builder         // the text sent, read after done
+	index   int32
+	prev    []chat.Message // the conversation before the turn
 }
 
 // Chat implements InferenceService.Chat. The handler goroutine owns the
@@ -34,7 +38,7 @@ type chatReply struct {
 // pump goroutine sends the reply (turns never overlap, so one goroutine at a
 // time calls Send).
 func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
-	if s.cfg.Chat == nil {
+	if !s.door.HasChat() {
 		return s.refuse(frontdoor.ErrNoChat)
 	}
 	ctx := stream.Context()
@@ -99,20 +103,23 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 		if err != nil {
 			return err
 		}
+		prev := conv
 		conv = msgs
 		idx := next
 		next++
-		p := s.pump(ctx, st, r, time.Now(), func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+		rep := &chatReply{st: st, done: make(chan frontdoor.Followed, 1), index: idx, prev: prev}
+		rep.stalled = s.door.Follow(ctx, st, s.follow(r, time.Now(), rep.done, func(c *inferencev1.Chunk, f *inferencev1.Final) error {
 			m := &inferencev1.ChatResponse{Turn: idx}
 			if c != nil {
+				rep.text.WriteString(c.Text)
 				m.Response = &inferencev1.ChatResponse_Chunk{Chunk: c}
 			} else {
 				m.Response = &inferencev1.ChatResponse_Final{Final: f}
 				m.LoadReport = s.load.turnReport()
 			}
 			return stream.Send(m)
-		})
-		reply = &chatReply{st: st, pump: p, index: idx}
+		}))
+		reply = rep
 		return nil
 	}
 	// startOrRefuse starts t; a refused turn gets its TurnError (no reply
@@ -145,12 +152,12 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 
 	for {
 		var (
-			doneC  <-chan pumpResult
+			doneC  <-chan frontdoor.Followed
 			stallC <-chan time.Time
 			reqC   = reqs
 		)
 		if reply != nil {
-			doneC, stallC = reply.pump.done, reply.pump.stalled
+			doneC, stallC = reply.done, reply.stalled
 		}
 		if clientDone || pending != nil {
 			reqC = nil // finish the interrupted reply before reading on
@@ -187,10 +194,21 @@ func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, i
 				return nil
 			}
 		case res := <-doneC:
+			rep := reply
 			reply = nil
-			conv = append(conv, chat.Message{Role: "assistant", Content: res.text})
-			if res.err != nil {
-				return Status(res.err)
+			if errors.Is(res.Err, frontdoor.ErrQueueTimeout) {
+				// Never admitted: refused like a turn the queue had no
+				// room for, and the conversation is as it was.
+				conv = rep.prev
+				s.metrics.rejected.WithLabelValues(rejectReason(res.Err)).Inc()
+				if err := stream.Send(&inferencev1.ChatResponse{Turn: rep.index, Response: &inferencev1.ChatResponse_Error{Error: turnError(res.Err)}}); err != nil {
+					return Status(err)
+				}
+			} else {
+				conv = append(conv, chat.Message{Role: "assistant", Content: rep.text.String()})
+				if res.Err != nil {
+					return Status(res.Err)
+				}
 			}
 			if pending != nil {
 				t := pending
