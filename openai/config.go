@@ -75,6 +75,8 @@ func (c *Config) validate() error {
 		return errors.New("openai: Config.Door is required")
 	case c.Tokenizer == nil:
 		return errors.New("openai: Config.Tokenizer is required")
+	case c.Door.Limits() != c.Scheduler.Limits():
+		return errors.New("openai: the Door was built with other limits than the Scheduler's")
 	case len(c.ModelNames) == 0 || slices.Contains(c.ModelNames, ""):
 		return errors.New("openai: Config.ModelNames is required and holds no empty id")
 	case c.MaxBodyBytes < 0:

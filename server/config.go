@@ -111,6 +111,9 @@ func (c *Config) validate() error {
 	if c.Tokenizer == nil {
 		return errors.New("server: config: nil Tokenizer")
 	}
+	if c.Door.Limits() != c.Scheduler.Limits() {
+		return errors.New("server: config: the Door was built with other limits than the Scheduler's")
+	}
 	if c.Info.VocabSize == 0 {
 		c.Info.VocabSize = c.Tokenizer.VocabSize()
 	}
