@@ -42,6 +42,7 @@ type harness struct {
 type harnessOpts struct {
 	sched     func(*scheduler.Config)
 	door      func(*frontdoor.Config) // its Limits are the scheduler's
+	model     func(*schedtest.Model)  // hooks set before the first step
 	server    func(*Config)
 	gated     bool
 	dialOpts  []grpc.DialOption
@@ -68,6 +69,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.model.Next = nextToken
 	if o.gated {
 		h.model.Gate = make(chan struct{})
+	}
+	if o.model != nil {
+		o.model(h.model)
 	}
 	sched, err := scheduler.New(scfg, h.model)
 	if err != nil {
