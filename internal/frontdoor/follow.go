@@ -85,7 +85,7 @@ func (d *Door) follow(ctx context.Context, st *scheduler.Stream, f Follow, stall
 			if f.Abandoned != nil {
 				f.Abandoned()
 			}
-			if fin := AwaitFinal(st); fin != nil {
+			if fin := awaitFinal(st); fin != nil {
 				record(fin)
 			}
 		}
@@ -131,9 +131,9 @@ func (d *Door) follow(ctx context.Context, st *scheduler.Stream, f Follow, stall
 	}
 }
 
-// AwaitFinal reads a cancelled stream to its Final (the scheduler sends it
+// awaitFinal reads a cancelled stream to its Final (the scheduler sends it
 // at its next step); nil if the stream ends without one.
-func AwaitFinal(st *scheduler.Stream) *scheduler.Final {
+func awaitFinal(st *scheduler.Stream) *scheduler.Final {
 	for {
 		ev, err := st.Recv(context.Background())
 		if err != nil {
