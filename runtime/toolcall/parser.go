@@ -1,6 +1,7 @@
 package toolcall
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -445,4 +446,67 @@ func runeSafe(s string) int {
 		}
 	}
 	return len(s)
+}
+
+// until reads text up to marker m, consumes both, and goes on with
+// next(text). The text may be at most max bytes long: it is a name or an
+// id, not free text. what names it in errors.
+func (p *Parser) until(m string, max int, what string, next func(s string) state) state {
+	return func(final bool) bool {
+		if i := strings.Index(p.buf, m); i >= 0 && i <= max {
+			s := p.buf[:i]
+			p.consume(i + len(m))
+			p.state = next(s)
+			return true
+		}
+		if len(p.buf) > max+len(m) {
+			return p.fail(what+" too long or "+m+" missing", false)
+		}
+		if final {
+			return p.fail("output ended inside "+what, true)
+		}
+		return false
+	}
+}
+
+// optional consumes token tok after optional whitespace when it is there,
+// then goes on with next either way.
+func (p *Parser) optional(tok string, next func() state) state {
+	return func(final bool) bool {
+		ok, wait := p.expect(tok, true, final)
+		if wait {
+			return false
+		}
+		_ = ok
+		p.state = next()
+		return true
+	}
+}
+
+// validName reports whether s can be a tool's name: letters, digits and
+// _ - . : only, as the OpenAI API allows (plus '.' and ':' for namespaces).
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) || c == '_' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// failed1 returns a state that fails with reason: for constructors of
+// states that find the input already wrong.
+func (p *Parser) failed1(reason string) state {
+	return func(bool) bool { return p.fail(reason, false) }
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
 }

@@ -2,7 +2,6 @@ package toolcall
 
 func (p *Parser) coderStart() state    { return p.genericStart() }
 func (p *Parser) llamaStart() state    { return p.genericStart() }
-func (p *Parser) mistralStart() state  { return p.genericStart() }
 func (p *Parser) harmonyStart() state  { return p.genericStart() }
 func (p *Parser) deepseekStart() state { return p.genericStart() }
 func (p *Parser) dsmlStart() state     { return p.genericStart() }
