@@ -510,3 +510,82 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// valueUntil streams the text before marker m into sink, holding back what
+// may be the start of m, then consumes m and goes on with done. With trimNL
+// one newline right at the start and one right before m are dropped (the
+// templates put the value on lines of its own).
+func (p *Parser) valueUntil(m string, trimNL bool, sink func(string), done func() state) state {
+	first := trimNL
+	return func(final bool) bool {
+		if first {
+			if p.buf == "" {
+				if final {
+					return p.fail("output ended inside a parameter", true)
+				}
+				return false
+			}
+			if p.buf[0] == '\n' {
+				p.consume(1)
+			}
+			first = false
+		}
+		b := p.buf
+		if i := strings.Index(b, m); i >= 0 {
+			s := b[:i]
+			if trimNL {
+				s = strings.TrimSuffix(s, "\n")
+			}
+			sink(s)
+			p.consume(i + len(m))
+			p.state = done()
+			return true
+		}
+		if final {
+			return p.fail("output ended inside a parameter", true)
+		}
+		hold := len(b)
+		for k := min(len(m)-1, len(b)); k > 0; k-- {
+			if strings.HasSuffix(b, m[:k]) {
+				hold = len(b) - k
+				break
+			}
+		}
+		if trimNL && hold > 0 && b[hold-1] == '\n' {
+			hold--
+		}
+		hold = runeSafe(b[:hold])
+		if hold == 0 {
+			return false
+		}
+		sink(b[:hold])
+		p.consume(hold)
+		return true
+	}
+}
+
+// jsonEscape writes s as the inside of a JSON string.
+func jsonEscape(s string) string {
+	var sb strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"':
+			sb.WriteString(`\"`)
+		case r == '\\':
+			sb.WriteString(`\\`)
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\r':
+			sb.WriteString(`\r`)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r < 0x20:
+			sb.WriteString(`\u00`)
+			sb.WriteByte("0123456789abcdef"[r>>4])
+			sb.WriteByte("0123456789abcdef"[r&15])
+		default:
+			sb.WriteRune(r) // an invalid byte becomes U+FFFD
+		}
+	}
+	return sb.String()
+}
