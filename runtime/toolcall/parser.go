@@ -589,3 +589,5 @@ func jsonEscape(s string) string {
 	}
 	return sb.String()
 }
+
+func isSpaceOnly(s string) bool { return strings.TrimLeft(s, " \t\r\n") == "" }

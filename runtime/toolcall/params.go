@@ -1,0 +1,96 @@
+package toolcall
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Formats that write arguments as named parameters with text values
+// (Qwen3-Coder, DeepSeek DSML) build the JSON object as they go: "{" when
+// the call opens, `"key": value` per parameter, "}" when it ends. A string
+// value streams as it comes, escaped; any other value is held until its end
+// marker and written as JSON when it is JSON, else as a JSON string (the
+// arguments then still parse; whether they fit the schema is the
+// validator's business, or the grammar's, which forbids this).
+
+// paramCall is the object being written for one call.
+type paramCall struct {
+	index int
+	n     int // parameters written
+}
+
+func (p *Parser) openParams(name string) *paramCall {
+	c := &paramCall{index: p.startCall(name)}
+	p.callArgs(c.index, "{")
+	return c
+}
+
+func (c *paramCall) key(p *Parser, k string) {
+	sep := ""
+	if c.n > 0 {
+		sep = ", "
+	}
+	c.n++
+	p.callArgs(c.index, sep+`"`+jsonEscape(k)+`": `)
+}
+
+// value reads one parameter's value up to its end marker m, then goes on
+// with next.
+func (p *Parser) paramValue(c *paramCall, isString, trimNL bool, m string, next func() state) state {
+	if isString {
+		p.callArgs(c.index, `"`)
+		return p.valueUntil(m, trimNL, func(s string) { p.callArgs(c.index, jsonEscape(s)) }, func() state {
+			p.callArgs(c.index, `"`)
+			return next()
+		})
+	}
+	var sb strings.Builder
+	return p.valueUntil(m, trimNL, func(s string) { sb.WriteString(s) }, func() state {
+		v := strings.TrimSpace(sb.String())
+		if v == "" || !json.Valid([]byte(v)) {
+			v = `"` + jsonEscape(sb.String()) + `"`
+		}
+		p.callArgs(c.index, v)
+		return next()
+	})
+}
+
+func (c *paramCall) close(p *Parser) {
+	p.callArgs(c.index, "}")
+	p.endCall(c.index)
+}
+
+// stringParam reports whether the schema of the named tool types parameter
+// key as a string (a "type" of "string", or a list holding "string").
+func (p *Parser) stringParam(tool, key string) (isString, known bool) {
+	t, ok := p.tools[tool]
+	if !ok || len(t.Parameters) == 0 {
+		return false, false
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(t.Parameters, &schema) != nil {
+		return false, false
+	}
+	prop, ok := schema.Properties[key]
+	if !ok || len(prop.Type) == 0 {
+		return false, false
+	}
+	var one string
+	if json.Unmarshal(prop.Type, &one) == nil {
+		return one == "string", true
+	}
+	var many []string
+	if json.Unmarshal(prop.Type, &many) == nil {
+		for _, s := range many {
+			if s == "string" {
+				return true, true
+			}
+		}
+		return false, true
+	}
+	return false, false
+}
