@@ -58,16 +58,29 @@ func (p *Parser) harmonyNext() state {
 		if !p.skipSpace() {
 			return false // the reply may end between messages
 		}
-		if final && !strings.Contains(p.buf, hMessage) && !strings.Contains(p.buf, "to=") {
-			// Cut off in the header of a message that is not a call: there
-			// is nothing of it to send.
-			p.consume(len(p.buf))
-			return false
+		if i := strings.Index(p.buf, hMessage); i >= 0 && i <= maxHeader {
+			header := p.buf[:i]
+			p.consume(i + len(hMessage))
+			p.state = p.harmonyBody(header)
+			return true
 		}
-		p.state = p.until(hMessage, 512, "a message header", p.harmonyBody)
-		return true
+		switch {
+		case len(p.buf) > maxHeader+len(hMessage):
+			return p.fail("message header too long or "+hMessage+" missing", false)
+		case !final:
+			return false
+		case strings.Contains(p.buf, "to="):
+			return p.fail("output ended inside a call's header", true)
+		}
+		// Cut off in the header of a message that is not a call: there is
+		// nothing of it to send.
+		p.consume(len(p.buf))
+		return false
 	}
 }
+
+// maxHeader bounds a message header.
+const maxHeader = 512
 
 // harmonyBody reads a message's body once its header is known.
 func (p *Parser) harmonyBody(header string) state {

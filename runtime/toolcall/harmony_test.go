@@ -21,6 +21,6 @@ func TestHarmony(t *testing.T) {
 		{name: "cut in a header", in: "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>fin",
 			want: result{Reasoning: "x"}},
 		{name: "cut in a call's header", in: "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=functions.f <|cons",
-			want: result{Reasoning: "x", Err: "output ended inside a message header", Truncated: true}},
+			want: result{Reasoning: "x", Err: "output ended inside a call's header", Truncated: true}},
 	})
 }
