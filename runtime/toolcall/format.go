@@ -87,7 +87,7 @@ func ParseFormat(name string) (Format, error) {
 //	｜DSML｜                                deepseek-dsml
 //	<｜tool▁call▁begin｜>                    deepseek
 //	<function= and <tool_call>             qwen3-coder
-//	<tool_call>                            hermes
+//	<tool_call> and "name": (JSON inside)  hermes
 //	[TOOL_CALLS]                           mistral
 //	<|python_tag|> or "parameters": dict…  llama3
 //	anything else                          generic
@@ -102,7 +102,7 @@ func Detect(template string) Format {
 		return FormatDeepSeek
 	case has("<function=") && has("<tool_call>"):
 		return FormatQwen3Coder
-	case has("<tool_call>"):
+	case has("<tool_call>") && (has(`"name": `) || has(`\"name\": `)):
 		return FormatHermes
 	case has("[TOOL_CALLS]"):
 		return FormatMistral

@@ -47,6 +47,14 @@ func (p *Parser) paramValue(c *paramCall, isString, trimNL bool, m string, next 
 	var sb strings.Builder
 	return p.valueUntil(m, trimNL, func(s string) { sb.WriteString(s) }, func() state {
 		v := strings.TrimSpace(sb.String())
+		switch v { // Python's spellings: Qwen3-Coder's template writes values with Jinja's string filter
+		case "True":
+			v = "true"
+		case "False":
+			v = "false"
+		case "None":
+			v = "null"
+		}
 		if v == "" || !json.Valid([]byte(v)) {
 			v = `"` + jsonEscape(sb.String()) + `"`
 		}
