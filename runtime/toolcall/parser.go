@@ -313,6 +313,7 @@ func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 		hold := len(b) // bytes from hold on wait for more text
 		var fire *trigger
 		at, fireN := -1, 0
+		lead := len(b) - len(strings.TrimLeft(b, " \t\r\n")) // where the first non-space byte is
 	scan:
 		for i := 0; i < len(b); i++ {
 			if !first[b[i]] {
@@ -341,7 +342,7 @@ func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 						continue
 					}
 				case replyStart:
-					if p.sawText || strings.TrimLeft(b[:i], " \t\r\n") != "" {
+					if p.sawText || i > lead {
 						continue
 					}
 				}
