@@ -192,8 +192,8 @@ func (c *objCall) step(p *Parser, final bool, after func() state) bool {
 func (c *objCall) endValue(p *Parser) bool {
 	switch c.role {
 	case roleName:
-		if json.Unmarshal(c.raw, &c.name) != nil || c.name == "" {
-			return p.fail("the name is not a non-empty string", false)
+		if json.Unmarshal(c.raw, &c.name) != nil || !validName(c.name) {
+			return p.fail("the name is not a tool's name", false)
 		}
 		if c.index >= 0 {
 			return p.fail("name given twice", false)

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -78,8 +80,17 @@ func feed(t testing.TB, f Format, opts Options, pieces []string) result {
 			}
 		}
 	}
+	whole := strings.Join(pieces, "")
 	for _, s := range pieces {
-		check(p.Push(s))
+		evs := p.Push(s)
+		if utf8.ValidString(whole) {
+			for _, e := range evs {
+				if !utf8.ValidString(e.Text) {
+					t.Fatalf("%v delta %q cuts a rune", e.Kind, e.Text)
+				}
+			}
+		}
+		check(evs)
 	}
 	evs, err := p.Finish()
 	check(evs)
