@@ -1,6 +1,10 @@
 package toolcall
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestHermes(t *testing.T) {
 	weather := `{"location": "Paris", "unit": "celsius"}`
@@ -35,4 +39,17 @@ func TestHermes(t *testing.T) {
 		{name: "text after a call", in: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n\nDone.", want: result{Calls: calls("f", "{}"), Content: "Done."}},
 		{name: "call without name", in: "<tool_call>\n{\"arguments\": {}}\n</tool_call>", want: result{Err: "the call has no name"}},
 	})
+}
+
+func TestReasoningMode(t *testing.T) {
+	p := NewParser(FormatHermes, Options{})
+	var got []bool
+	for _, s := range []string{"<think>", "\nplan", "</think>", "\n\nHi", "\n<tool_call>", "\n{\"name\": \"f\"", "}\n</tool_call>"} {
+		p.Push(s)
+		got = append(got, p.Reasoning())
+	}
+	want := []bool{true, true, false, false, false, false, false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Reasoning() after each piece (-want +got)\n%s", diff)
+	}
 }

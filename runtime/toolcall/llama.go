@@ -57,22 +57,27 @@ func (p *Parser) llamaMore() state {
 }
 
 func (p *Parser) llamaPython() state {
+	var rest strings.Builder // the rest of the reply, when it is not JSON
 	return func(final bool) bool {
-		if !p.skipSpace() {
-			if final {
-				return p.fail("output ended after "+llamaPythonTag, true)
+		if rest.Len() == 0 {
+			if !p.skipSpace() {
+				if final {
+					return p.fail("output ended after "+llamaPythonTag, true)
+				}
+				return false
 			}
+			if p.buf[0] == '{' {
+				p.state = p.llamaCall()
+				return true
+			}
+		}
+		// The whole rest is one call, read at the end.
+		rest.WriteString(p.buf)
+		p.consume(len(p.buf))
+		if !final {
 			return false
 		}
-		if p.buf[0] == '{' {
-			p.state = p.llamaCall()
-			return true
-		}
-		if !final {
-			return false // the whole rest is one call, read at the end
-		}
-		code := strings.TrimSpace(p.buf)
-		p.consume(len(p.buf))
+		code := strings.TrimSpace(rest.String())
 		if m := builtinCall.FindStringSubmatch(code); m != nil {
 			args, ok := pythonKwargs(m[2])
 			if !ok {

@@ -71,19 +71,22 @@ func (c *paramCall) close(p *Parser) {
 // stringParam reports whether the schema of the named tool types parameter
 // key as a string (a "type" of "string", or a list holding "string").
 func (p *Parser) stringParam(tool, key string) (isString, known bool) {
-	t, ok := p.tools[tool]
-	if !ok || len(t.Parameters) == 0 {
-		return false, false
+	props, ok := p.props[tool]
+	if !ok {
+		t, known := p.tools[tool]
+		var schema struct {
+			Properties map[string]propSchema `json:"properties"`
+		}
+		if known && len(t.Parameters) > 0 {
+			json.Unmarshal(t.Parameters, &schema) // a schema that does not decode types nothing
+		}
+		props = schema.Properties
+		if p.props == nil {
+			p.props = map[string]map[string]propSchema{}
+		}
+		p.props[tool] = props
 	}
-	var schema struct {
-		Properties map[string]struct {
-			Type json.RawMessage `json:"type"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(t.Parameters, &schema) != nil {
-		return false, false
-	}
-	prop, ok := schema.Properties[key]
+	prop, ok := props[key]
 	if !ok || len(prop.Type) == 0 {
 		return false, false
 	}
@@ -101,4 +104,9 @@ func (p *Parser) stringParam(tool, key string) (isString, known bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// propSchema is what the parser reads of a property's schema.
+type propSchema struct {
+	Type json.RawMessage `json:"type"`
 }

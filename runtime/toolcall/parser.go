@@ -20,6 +20,8 @@ type Parser struct {
 	opts   Options
 	newID  func() string
 	tools  map[string]Tool
+	props  map[string]map[string]propSchema // tool -> property -> schema, read once
+	mode   Kind                             // Content, Reasoning or CallArgs: what the text pushed last is
 
 	buf   string // text pushed but not yet consumed
 	out   []Event
@@ -91,6 +93,12 @@ func (p *Parser) Finish() ([]Event, error) {
 	return p.take(), p.err
 }
 
+// Reasoning reports whether the text pushed so far ends inside reasoning,
+// for a door that counts reasoning tokens (completion_tokens_details): a
+// token whose text leaves the parser here counts as reasoning. Markers
+// count with the block they open or close.
+func (p *Parser) Reasoning() bool { return p.mode == Reasoning }
+
 func (p *Parser) run(final bool) {
 	for !p.failed && p.state(final) {
 	}
@@ -131,6 +139,7 @@ func (p *Parser) startCall(name string) int {
 	i := p.calls
 	p.calls++
 	p.open, p.name = i, name
+	p.mode = CallArgs
 	p.sawText = true
 	p.out = append(p.out, Event{Kind: CallStart, Index: i, ID: p.newID(), Name: name})
 	return i
@@ -283,6 +292,7 @@ func seqPrefix(s string, toks []string) (full, partial bool) {
 // templates put newlines around blocks that belong to neither side.
 func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 	p.lineStart = true
+	p.mode = kind
 	var first [256]bool
 	for _, t := range triggers {
 		first[t.marker[0]] = true
