@@ -19,5 +19,7 @@ func TestDeepSeek(t *testing.T) {
 			want: result{Calls: []call{{ID: "call_0", Name: "f", Args: `{"a": tr`}}, Err: "output ended inside the arguments", Truncated: true}},
 		{name: "malformed", in: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\" 1}<｜tool▁call▁end｜>",
 			want: result{Calls: []call{{ID: "call_0", Name: "f", Args: `{"a" `}}, Err: "malformed JSON in the arguments"}},
+		{name: "unicode arguments", in: "<｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"q\": \"\u00e9\u4e16 \U0001F600 <｜tool▁sep｜>\"}<｜tool▁call▁end｜>",
+			want: result{Calls: calls("f", "{\"q\": \"\u00e9\u4e16 \U0001F600 <｜tool▁sep｜>\"}")}},
 	})
 }

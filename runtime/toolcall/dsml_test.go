@@ -12,5 +12,7 @@ func TestDeepSeekDSML(t *testing.T) {
 		{name: "v4 block", in: "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>", want: result{Calls: calls("f", "{}")}},
 		{name: "truncated", in: "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"q\" string=\"true\">abc",
 			want: result{Calls: []call{{ID: "call_0", Name: "f", Args: `{"q": "abc`}}, Err: "output ended inside a parameter", Truncated: true}},
+		{name: "reasoning then call with unicode", in: "<think>plan \u4e16</think>\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"q\" string=\"true\">caf\u00e9 \U0001F600 \\ \"x\"</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+			want: result{Reasoning: "plan \u4e16", Calls: calls("f", "{\"q\": \"caf\u00e9 \U0001F600 \\\\ \\\"x\\\"\"}")}},
 	})
 }

@@ -12,5 +12,7 @@ func TestGeneric(t *testing.T) {
 			want: result{Reasoning: "plan", Calls: calls("f", "{}", "g", `{"s": "]}\""}`)}},
 		{name: "truncated", in: `{"tool_calls": [{"name": "f", "arguments": {"a": `, want: result{Calls: []call{{ID: "call_0", Name: "f", Args: `{"a": `}}, Err: "output ended inside the call", Truncated: true}},
 		{name: "not closed", in: `{"tool_calls": [{"name": "f", "arguments": {}}] oops`, want: result{Calls: calls("f", "{}"), Err: "expected '}' closing the reply"}},
+		{name: "unicode and markers in arguments", in: "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"s\": \"\u4e16\u754c \\\"{\\\"tool_calls\\\": [\\\" <think>\"}}]}",
+			want: result{Calls: calls("f", "{\"s\": \"\u4e16\u754c \\\"{\\\"tool_calls\\\": [\\\" <think>\"}")}},
 	})
 }

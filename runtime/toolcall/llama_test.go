@@ -14,5 +14,7 @@ func TestLlama3(t *testing.T) {
 		{name: "python tag builtin", in: `<|python_tag|>brave_search.call(query="weather in \"Paris\"", count=3, safe=True)`, want: result{Calls: calls("brave_search", `{"query": "weather in \"Paris\"", "count": 3, "safe": true}`)}},
 		{name: "python tag code", in: "Let me compute.<|python_tag|>print(1 + 1)\n", want: result{Content: "Let me compute.", Calls: calls("python", `{"code": "print(1 + 1)"}`)}},
 		{name: "truncated", in: `{"name": "f", "parameters": {"city": "Par`, want: result{Calls: []call{{ID: "call_0", Name: "f", Args: `{"city": "Par`}}, Err: "output ended inside the call", Truncated: true}},
+		{name: "markers in arguments", in: "{\"name\": \"f\", \"parameters\": {\"s\": \"<|python_tag|>{\\\"name\\\": \\\"g\\\"} \u4e16\"}}",
+			want: result{Calls: calls("f", "{\"s\": \"<|python_tag|>{\\\"name\\\": \\\"g\\\"} \u4e16\"}")}},
 	})
 }
