@@ -69,3 +69,38 @@ func BenchmarkParser(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdversarial feeds degenerate outputs (long runs of whitespace,
+// of marker starts, huge values) in 4-byte pieces: the cost per byte must
+// stay flat as they grow, not grow with the run.
+func BenchmarkAdversarial(b *testing.B) {
+	const n = 20000
+	inputs := []struct{ name, text string }{
+		{"spaces", strings.Repeat(" ", n)},
+		{"newlines", strings.Repeat("\n", n)},
+		{"braces", strings.Repeat("{", n)},
+		{"lt", strings.Repeat("<", n)},
+		{"fences", strings.Repeat("```\n", n/4)},
+		{"brackets", strings.Repeat("[", n)},
+		{"pipes", strings.Repeat("<|", n/2)},
+		{"think-spaces", "<think>" + strings.Repeat(" ", n)},
+		{"long-string", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"" + strings.Repeat("x", n) + "\"}}"},
+		{"python", "<|python_tag|>" + strings.Repeat("x", n)},
+		{"param-newlines", "<tool_call>\n<function=f>\n<parameter=a>\n" + strings.Repeat("\n", n)},
+	}
+	for _, in := range inputs {
+		toks := tokenize(in.text)
+		for _, f := range Formats() {
+			b.Run(in.name+"/"+f.String(), func(b *testing.B) {
+				for b.Loop() {
+					p := NewParser(f, Options{})
+					for _, tok := range toks {
+						p.Push(tok)
+					}
+					p.Finish()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in.text)), "ns/byte")
+			})
+		}
+	}
+}

@@ -33,7 +33,8 @@ const (
 
 func (p *Parser) harmonyStart() state {
 	return func(final bool) bool {
-		b := strings.TrimLeft(p.buf, " \t\r\n")
+		p.skipSpace() // whitespace before the first header is nobody's
+		b := p.buf
 		if b == "" && !final {
 			return false
 		}

@@ -303,6 +303,17 @@ func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 			first['`'] = fence
 		}
 	}
+	var ws []byte // whitespace held before the next text
+	out := func(t string) {
+		if t == "" {
+			return
+		}
+		if len(ws) > 0 {
+			t = string(ws) + t
+			ws = ws[:0]
+		}
+		p.emit(kind, t)
+	}
 	return func(final bool) bool {
 		b := p.buf
 		if trim {
@@ -371,22 +382,36 @@ func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 			}
 		}
 		if fire != nil {
-			p.emit(kind, strings.TrimRight(b[:at], " \t\r\n"))
+			if t := strings.TrimRight(b[:at], " \t\r\n"); t != "" {
+				out(t)
+			}
 			p.consume(at + fireN)
 			p.state = fire.next()
 			return true
 		}
-		// Hold trailing whitespace too: a trigger may follow it.
-		end := hold
-		if !final {
-			end = runeSafe(strings.TrimRight(b[:hold], " \t\r\n"))
-		}
-		if end == 0 {
+		if final {
+			out(b[:hold])
+			if len(ws) > 0 { // whitespace at the very end is the reply's
+				p.emit(kind, string(ws))
+				ws = ws[:0]
+			}
+			p.consume(hold)
 			return false
 		}
-		p.emit(kind, b[:end])
-		p.consume(end)
-		return !final || p.buf != ""
+		// Hold trailing whitespace too, apart from the buffer so that it is
+		// not scanned again: a trigger may follow it. Hold a rune cut short
+		// at the end in the buffer (one followed by whitespace is broken
+		// for good and goes out as it is).
+		w := len(strings.TrimRight(b[:hold], " \t\r\n"))
+		if e := runeSafe(b[:w]); e < w && w == hold {
+			out(b[:e])
+			p.consume(e)
+			return false
+		}
+		out(b[:w])
+		ws = append(ws, b[w:hold]...)
+		p.consume(hold)
+		return false
 	}
 }
 
