@@ -61,7 +61,7 @@ type Event struct {
 // string). The call's CallStart and some CallArgs may already have been
 // sent; its CallEnd never is.
 type CallError struct {
-	Index     int    // the call's index
+	Index     int    // the call's index (the one it would have had, when it failed before its CallStart)
 	Name      string // the tool's name when it was read, else ""
 	Truncated bool   // the output ended inside the call
 	Reason    string // what was wrong

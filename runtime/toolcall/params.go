@@ -9,8 +9,9 @@ import (
 // (Qwen3-Coder, DeepSeek DSML) build the JSON object as they go: "{" when
 // the call opens, `"key": value` per parameter, "}" when it ends. A string
 // value streams as it comes, escaped; any other value is held until its end
-// marker and written as JSON when it is JSON, else as a JSON string (the
-// arguments then still parse; whether they fit the schema is the
+// marker and written as JSON when it is JSON (True, False and None, as
+// Qwen3-Coder's template writes them, taken for true, false and null), else
+// as a JSON string (the arguments then still parse; whether they fit the schema is the
 // validator's business, or the grammar's, which forbids this).
 
 // paramCall is the object being written for one call.
@@ -34,7 +35,7 @@ func (c *paramCall) key(p *Parser, k string) {
 	p.callArgs(c.index, sep+`"`+jsonEscape(k)+`": `)
 }
 
-// value reads one parameter's value up to its end marker m, then goes on
+// paramValue reads one parameter's value up to its end marker m, then goes on
 // with next.
 func (p *Parser) paramValue(c *paramCall, isString, trimNL bool, m string, next func() state) state {
 	if isString {

@@ -415,8 +415,8 @@ func (p *Parser) text(kind Kind, trim bool, triggers []trigger) state {
 	}
 }
 
-// thinkOpen returns the trigger that opens a <think> block at the start of
-// the reply, or nothing when reasoning is left raw.
+// thinkTriggers returns the trigger that opens a reasoning block (open ...
+// close) at the start of the reply, or nothing when reasoning is left raw.
 func (p *Parser) thinkTriggers(open, close string, after func() state) []trigger {
 	if p.opts.RawReasoning {
 		return nil
