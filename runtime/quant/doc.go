@@ -6,12 +6,14 @@
 //
 // # Formats (dequant.go, quantize.go, f16.go, weight.go)
 //
-// Dequantize decodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
-// K-quants Q2_K..Q6_K. It is the pure-Go reference: each formula repeats
+// Dequantize decodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the
+// K-quants Q2_K..Q6_K and the 4-bit table types IQ4_NL, IQ4_XS and MXFP4
+// (dequant_iq4.go). It is the pure-Go reference: each formula repeats
 // ggml's scalar arithmetic in the same order, with explicit float32
 // conversions so no compiler fuses a product into an FMA, and is checked
 // bit for bit (sha256 of the float32 output) against ggml's own
-// dequantization of every tensor of every synth-256 model in ../shared.
+// dequantization of every tensor of every synth-256 model in ../shared
+// (and of every IQ4_NL, IQ4_XS and MXFP4 tensor of synth/arch2).
 // Quantize is the other direction for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K
 // (round to nearest, as gen-model needs). F16ToF32 and F32ToF16 are the
 // one half-precision converter of weft: exact one way, round to nearest
