@@ -16,7 +16,9 @@
 // (body_matmul.h, body_attn.h, with body_exp.h and body_f16.h inside them)
 // once each, under their own GCC target pragma and name suffix;
 // body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
-// share (the Q4_K scales, the closing sum, the walk over rows). Fragments
+// share (the Q4_K scales, the closing sum, the walk over rows);
+// body_iq4.h the IQ4_NL / IQ4_XS / MXFP4 tables and row dequantizers
+// (body_matmul.h includes it). Fragments
 // are included only by those .c files, never by this header or by each
 // other in a cycle.
 #ifndef WEFT_KERNELS_H
