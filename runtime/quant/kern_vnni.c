@@ -185,7 +185,7 @@ int weft_vnni_ok(int type, int K) {
 	case 13:
 	case 14: return K % 256 == 0;
 	}
-	return 0;
+	return weft_iq4_ok(type, K, 64);
 }
 
 static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
@@ -241,7 +241,7 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	default: return WEFT_EUNSUPPORTED;
+	default: return weft_iq4_vnni_matmul(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); // kern_iq4.c
 	}
 	return 0;
 }
