@@ -34,8 +34,12 @@
 #if WEFT_X86
 #include <immintrin.h>
 
-// IQ4_BLOCK defines iq4_block##S, where block b (32 columns) of a row keeps
-// its 16 index bytes and its scale; once per target below (F16C there).
+// IQ4_BLOCK defines, once per target below (F16C there):
+//   iq4_block##S: where block b (32 columns) of an IQ4_NL or MXFP4 row
+//     keeps its 16 index bytes, and (*scale) its scale;
+//   iq4xs_scales##S: the 8 sub-block scales d * (ls - 32) of the IQ4_XS
+//     super-block blk (the 4-bit halves of ls in scales_l's nibbles, the
+//     2-bit ones in scales_h's bit pairs, spread by variable shifts).
 #define IQ4_BLOCK(S)                                                                                                   \
 	static inline __attribute__((always_inline)) const uint8_t *iq4_block##S(const int type, const uint8_t *row, int b, \
 										 float *scale) {                       \
@@ -44,15 +48,19 @@
 			*scale = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8));                                         \
 			return blk + 2;                                                                                \
 		}                                                                                                      \
-		if (type == 39) { /* MXFP4: E8M0 e, 16 bytes */                                                        \
-			const uint8_t *blk = row + 17 * b;                                                             \
-			*scale = weft_e8m0_half(blk[0]);                                                               \
-			return blk + 1;                                                                                \
-		}                                                                                                      \
-		/* IQ4_XS: super-blocks of 8 sub-blocks: f16 d, 6-bit scales, 128 bytes */                             \
-		const uint8_t *blk = row + 136 * (b / 8);                                                              \
-		*scale = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)) * (float)weft_iq4xs_scale(blk, b % 8);           \
-		return blk + 8 + 16 * (b % 8);                                                                         \
+		const uint8_t *blk = row + 17 * b; /* MXFP4: E8M0 e, 16 bytes */                                       \
+		*scale = weft_e8m0_half(blk[0]);                                                                       \
+		return blk + 1;                                                                                        \
+	}                                                                                                              \
+	static inline __attribute__((always_inline)) __m256 iq4xs_scales##S(const uint8_t *blk) {                      \
+		uint32_t sl;                                                                                           \
+		memcpy(&sl, blk + 4, 4);                                                                               \
+		const __m256i sh4 = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);                                   \
+		__m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), sh4), _mm256_set1_epi32(15)); \
+		__m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(blk[2] | blk[3] << 8), _mm256_srli_epi32(sh4, 1)), \
+					      _mm256_set1_epi32(3));                                                 \
+		__m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));   \
+		return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8))), _mm256_cvtepi32_ps(ls)); \
 	}
 
 // ---- AVX2 ----
@@ -79,9 +87,18 @@ static inline __attribute__((always_inline)) void iq4_row_avx2(const int type, c
 	__m256 acc[4];
 	for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
 	const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+	float xs[8]; // IQ4_XS: the super-block's sub-block scales
 	for (int b = 0; b < nb; b++) {
 		float dw;
-		const uint8_t *qs = iq4_block_avx2(type, row, b, &dw);
+		const uint8_t *qs;
+		if (type == 23) {
+			const uint8_t *blk = row + 136 * (b / 8);
+			if (b % 8 == 0) _mm256_storeu_ps(xs, iq4xs_scales_avx2(blk));
+			dw = xs[b % 8];
+			qs = blk + 8 + 16 * (b % 8);
+		} else {
+			qs = iq4_block_avx2(type, row, b, &dw);
+		}
 		__m128i q = _mm_loadu_si128((const __m128i *)qs);
 		__m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
 		__m256i w = _mm256_shuffle_epi8(tbl, idx);
@@ -135,15 +152,35 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 	const int K4 = K / 4;
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
 	const __m512 m128 = _mm512_set1_ps(-128.0f);
+	__m512 xs = _mm512_setzero_ps(); // IQ4_XS: the super-block's 8 sub-block scales
+	const __m512i pick0 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
 	for (int col = 0; col < K; col += 64) {
-		float d0, d1;
-		const uint8_t *q0 = iq4_block_vnni(type, row, col / 32, &d0), *q1 = iq4_block_vnni(type, row, col / 32 + 1, &d1);
+		const uint8_t *q0, *q1;
+		__m512 ws;
+		if (type == 23) { // two sub-blocks of one super-block, 32 bytes
+			const uint8_t *blk = row + 136 * (col / 256);
+			int c = (col % 256) / 64;
+			if (c == 0) xs = _mm512_castps256_ps512(iq4xs_scales_vnni(blk));
+			q0 = blk + 8 + 32 * c;
+			q1 = q0 + 16;
+			ws = _mm512_permutexvar_ps(_mm512_add_epi32(pick0, _mm512_set1_epi32(2 * c)), xs);
+		} else if (type == 39) { // MXFP4: 2^(e-128) by vscalefps (exact, subnormals too)
+			const uint8_t *b0 = row + 17 * (col / 32);
+			q0 = b0 + 1;
+			q1 = b0 + 18;
+			__m512i e = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(b0[0]), _mm512_set1_epi32(b0[17]));
+			ws = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
+		} else {
+			float d0, d1;
+			q0 = iq4_block_vnni(type, row, col / 32, &d0);
+			q1 = iq4_block_vnni(type, row, col / 32 + 1, &d1);
+			ws = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+		}
 		// 128-bit lanes [q0, q0, q1, q1], the odd ones shifted to their high nibbles
 		__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
 		q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)q1));
 		__m512i idx = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), m4);
 		__m512i wq = _mm512_shuffle_epi8(tbl, idx);
-		__m512 ws = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
 		__m512 woff = _mm512_mul_ps(ws, m128);
 		for (int t = 0; t < NT; t++) {
 			__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(qx + (long)t * K + col));

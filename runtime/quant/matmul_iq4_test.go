@@ -47,10 +47,12 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 	cases := []struct {
 		typ    gguf.Type
 		shapes []shape
+		wideE  bool // MXFP4: scales from the subnormal 2^-128 up to 2^12
 	}{
-		{gguf.TypeIQ4_NL, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}},
-		{gguf.TypeMXFP4, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}},
-		{gguf.TypeIQ4_XS, []shape{{1, 256}, {7, 256}, {33, 512}, {130, 768}}},
+		{gguf.TypeIQ4_NL, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}, false},
+		{gguf.TypeMXFP4, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}, false},
+		{gguf.TypeMXFP4, []shape{{9, 128}, {40, 512}}, true},
+		{gguf.TypeIQ4_XS, []shape{{1, 256}, {7, 256}, {33, 512}, {130, 768}}, false},
 	}
 	ns := make([]int, 0, 70)
 	for n := 1; n <= 64; n++ {
@@ -61,6 +63,11 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 		for _, sh := range c.shapes {
 			rng := rand.New(rand.NewPCG(uint64(c.typ), uint64(sh.rows*sh.cols)))
 			w := randomWeight(rng, c.typ, sh.rows, sh.cols)
+			if c.wideE {
+				for b := 0; b < len(w.Data); b += 17 {
+					w.Data[b] = []byte{0, 1, 2, 3, 60, 100, 127, 140}[rng.IntN(8)]
+				}
+			}
 			wf := make([]float32, sh.rows*sh.cols)
 			for r := range sh.rows {
 				w.Row(r, wf[r*sh.cols:(r+1)*sh.cols])
