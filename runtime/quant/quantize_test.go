@@ -147,3 +147,13 @@ func TestQuantizeIQ4Nearest(t *testing.T) {
 		}
 	}
 }
+
+// firstBitDiff is the first index where a and b differ in bits, or -1.
+func firstBitDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
