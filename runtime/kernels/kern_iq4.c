@@ -215,6 +215,42 @@ static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, 
 	}
 }
 
+// weft_iq4_lane_unpack: for kern_vnni.c's int8 lane GEMM (its Q8_0 mode),
+// rows 0..m of w (IQ4_NL, IQ4_XS or MXFP4, nb blocks of 32 columns):
+// block b of row i as 32 signed bytes, the table values, at
+// q[(i*nb + b)*32 ..], its scale at ds[i*nb + b] and cw[i*nb + b] = 128 *
+// scale * (sum of its 32 values), which takes off the 128 the lane GEMM's
+// unsigned activations carry.
+void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw) {
+	const __m256i tbl = _mm256_broadcastsi128_si256(iq4_table(type, 0));
+	const __m256i m4 = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8((char)0x80);
+	for (int i = 0; i < m; i++) {
+		const uint8_t *row = w + (long)i * rowBytes;
+		float xs[8];
+		for (int b = 0; b < nb; b++) {
+			float d;
+			const uint8_t *qs;
+			if (type == 23) {
+				const uint8_t *blk = row + 136 * (b / 8);
+				if (b % 8 == 0) _mm256_storeu_ps(xs, iq4xs_scales_vnni(blk));
+				d = xs[b % 8];
+				qs = blk + 8 + 16 * (b % 8);
+			} else {
+				qs = iq4_block_vnni(type, row, b, &d);
+			}
+			__m128i v = _mm_loadu_si128((const __m128i *)qs);
+			__m256i wq = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4));
+			_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), wq);
+			// sum of the signed bytes: the bytes ^ 0x80 summed unsigned, less 32 * 128
+			__m256i sad = _mm256_sad_epu8(_mm256_xor_si256(wq, flip), _mm256_setzero_si256());
+			__m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+			int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+			ds[i * nb + b] = d;
+			cw[i * nb + b] = 128.0f * d * (float)sum;
+		}
+	}
+}
+
 // weft_iq4_vnni_matmul: rows [r0, r1) for n tokens on weft_vnni_prep's
 // activations (qx, dxl, xs4).
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,

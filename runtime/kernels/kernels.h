@@ -210,6 +210,9 @@ int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0,
 		       int n, float *y, long ldy);
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, int n, float *y, long ldy);
+// weft_iq4_lane_unpack: rows 0..m of an IQ4_NL, IQ4_XS or MXFP4 weight as
+// the lane GEMM's signed bytes q, block scales ds and offsets cw.
+void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw);
 
 // kern_i8.c: AVX2 integer row kernels.
 int weft_i8_ok(int type, int K);
