@@ -1,14 +1,16 @@
 //go:build cgo
 
-// kern_iq4.c: integer row kernels for the 4-bit table types IQ4_NL, IQ4_XS
-// and MXFP4 (layouts: dequant_iq4.go), for few tokens: an AVX2 one
-// (weft_iq4_i8_matmul, beside kern_i8.c's Q8_0 / Q4_0 kernel, on its
-// activations) and an AVX-512 VNNI one (weft_iq4_vnni_matmul, beside
-// kern_vnni.c's row kernels, on theirs). Both quantize the activations per
-// token and 32 columns (dx = amax/127), as the Q8_0 / Q4_0 kernels do
-// (llama.cpp quantizes IQ4_NL and MXFP4 activations the same way; it takes
-// per-256 ones for IQ4_XS, whose 32-column sub-blocks each have a scale, so
-// per-32 activations cost it nothing extra here and round less).
+// kern_iq4.c: integer kernels for the 4-bit table types IQ4_NL, IQ4_XS and
+// MXFP4 (layouts: runtime/quant's dequant_iq4.go): for few tokens an AVX2
+// row kernel (weft_iq4_i8_matmul, beside kern_i8.c's Q8_0 / Q4_0 kernel, on
+// its activations) and an AVX-512 VNNI one (weft_iq4_vnni_matmul, beside
+// kern_vnni.c's row kernels, on theirs); for more, the unpacking of a row
+// tile for kern_vnni.c's int8 lane GEMM (weft_iq4_lane_unpack). All
+// quantize the activations per token and 32 columns (dx = amax/127), as
+// the Q8_0 / Q4_0 kernels do (llama.cpp quantizes IQ4_NL and MXFP4
+// activations the same way; it takes per-256 ones for IQ4_XS, whose
+// 32-column sub-blocks each have a scale, so per-32 activations cost it
+// nothing extra here and round less).
 //
 // Every 32 columns of every type are 16 bytes of 4-bit indices (column j in
 // the low nibble of byte j, column j+16 in its high nibble) and one float
@@ -17,9 +19,10 @@
 // byte per column and looked up in the 16-entry value table with one byte
 // shuffle (vpshufb), which gives the int8 weights; then the arithmetic is
 // that of a Q8_0 block:
-//   - AVX2: |w| times the activations with w's sign (vpsignb; IQ4 values
-//     reach 127, so no vpmaddubsw pair sum saturates), vpmaddwd adds the
-//     pairs, and one FMA a block adds float(I) * (scale * dx).
+//   - AVX2: |w| times the activations with w's sign (vpsignb; |w| and |x|
+//     are at most 127, so a vpmaddubsw pair sum stays below 32767),
+//     vpmaddwd adds the pairs, and one FMA a block adds
+//     float(I) * (scale * dx).
 //   - VNNI: the table holds the values plus 128 (unsigned, as vpdpbusd
 //     wants its weights), one vpdpbusd multiplies 64 columns by the
 //     activations, and per 4-column lane
@@ -71,7 +74,8 @@
 
 IQ4_BLOCK(_avx2)
 
-// The table of type's values in both 128-bit lanes (plus off: 0 or 128).
+// iq4_table: type's 16 values (plus off: 0, or 128 for vpdpbusd), the
+// table a byte shuffle looks the indices up in.
 static inline __attribute__((always_inline)) __m128i iq4_table(const int type, int off) {
 	const int8_t *v = type == 39 ? weft_mxfp4_values : weft_iq4_values;
 	int8_t t[16];
