@@ -174,11 +174,13 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 			q1 = b0 + 18;
 			__m512i e = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(b0[0]), _mm512_set1_epi32(b0[17]));
 			ws = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
-		} else {
-			float d0, d1;
-			q0 = iq4_block_vnni(type, row, col / 32, &d0);
-			q1 = iq4_block_vnni(type, row, col / 32 + 1, &d1);
-			ws = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+		} else { // IQ4_NL: both f16 scales converted by one vcvtph2ps
+			const uint8_t *b0 = row + 18 * (col / 32);
+			q0 = b0 + 2;
+			q1 = b0 + 20;
+			uint32_t h = (uint32_t)(b0[0] | b0[1] << 8) | (uint32_t)(b0[18] | b0[19] << 8) << 16;
+			__m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
+			ws = _mm512_permutexvar_ps(pick0, _mm512_castps128_ps512(d));
 		}
 		// 128-bit lanes [q0, q0, q1, q1], the odd ones shifted to their high nibbles
 		__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
