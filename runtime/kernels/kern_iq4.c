@@ -145,13 +145,13 @@ int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0,
 
 IQ4_BLOCK(_vnni)
 
-// iq4_row_vnni: one row times NT (1..8) tokens on weft_vnni_prep's layout;
+// iq4_row_vnni: one row times NT (1..4) tokens on weft_vnni_prep's layout;
 // qx, dxl, xs4 point at the first token (strides K, K/4, K/4). Per 64
 // columns: two blocks, lanes 0-7 the first, 8-15 the second.
 static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, const uint8_t *row, int K, const int8_t *qx,
 							       const float *dxl, const float *xs4, __m512i tbl, float *out,
 							       long ldo, const int NT) {
-	__m512 acc[8], accb[8]; // scaled products, offsets: two FMA chains a token
+	__m512 acc[4], accb[4]; // scaled products, offsets: two FMA chains a token
 	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
 	const int K4 = K / 4;
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 			q0 = blk + 8 + 32 * c;
 			q1 = q0 + 16;
 			ws = _mm512_permutexvar_ps(_mm512_add_epi32(pick0, _mm512_set1_epi32(2 * c)), xs);
-		} else if (type == 39) { // MXFP4: 2^(e-128) by vscalefps (exact, subnormals too)
+		} else if (type == 39) { // MXFP4: 2^(e-128) by vscalefps
 			const uint8_t *b0 = row + 17 * (col / 32);
 			q0 = b0 + 1;
 			q1 = b0 + 18;
@@ -207,8 +207,7 @@ static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, 
 		const uint8_t *row = w + (long)r * rowBytes;
 		// one token: the weights stream from memory; fetch the row after
 		// next while this one is computed (within the caller's rows)
-		if (n == 1 && r + 2 < r1)
-			for (long off = 0; off < rowBytes; off += 64) _mm_prefetch((const char *)(row + 2 * rowBytes + off), _MM_HINT_T0);
+		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 #define IQ4_ROW(NT) iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, tbl, y + t * ldy + r, ldy, NT)
 		int t = 0;
 		for (; t + 4 <= n; t += 4) IQ4_ROW(4);
@@ -273,7 +272,8 @@ int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r
 #endif
 
 // weft_iq4_ok: whether type is one of the three and K fits the kernels
-// (a multiple of step columns: 32 for AVX2, 64 for VNNI; IQ4_XS, 256).
+// (a multiple of step columns: 32 for the AVX2 row kernel and the lane
+// GEMM, 64 for the VNNI row kernel; IQ4_XS, 256).
 int weft_iq4_ok(int type, int K, int step) {
 	switch (type) {
 	case 20:

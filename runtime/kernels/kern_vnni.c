@@ -516,7 +516,7 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		} else if (type == 12) {
 			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
-		} else if (type != 14) { // IQ4_NL, IQ4_XS, MXFP4 (kern_iq4.c): unpacked to Q8_0's mode
+		} else if (weft_iq4_ok(type, K, 32)) { // IQ4_NL, IQ4_XS, MXFP4 (kern_iq4.c): unpacked to Q8_0's mode
 			weft_iq4_lane_unpack(type, wr, rowBytes, nb, m, q, ds, cw);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
 		} else {

@@ -225,7 +225,8 @@ int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int
 		   const uint8_t *prep, int n, float *y, long ldy);
 #endif
 // weft_iq4_ok (kern_iq4.c): whether type is IQ4_NL, IQ4_XS or MXFP4 and its
-// integer kernels take rows of K (a multiple of step: 32 AVX2, 64 VNNI).
+// integer kernels take rows of K (a multiple of step: 32 for the AVX2 row
+// kernel and the lane GEMM, 64 for the VNNI row kernel; 256 for IQ4_XS).
 int weft_iq4_ok(int type, int K, int step);
 
 #endif

@@ -54,7 +54,7 @@ func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) quant.Weight {
 			for _, off := range scaleOffsets[typ] {
 				binary.LittleEndian.PutUint16(data[b+off:], quant.F32ToF16(float32(rng.Float64()*0.02+0.001)))
 			}
-			if typ == gguf.TypeMXFP4 { // E8M0 scale byte: 2^-10 .. 2^-5 (value steps 2^-11 .. 2^-6)
+			if typ == gguf.TypeMXFP4 { // E8M0 scale byte 118..123: values up to 12 * 2^(e-128), 0.012 .. 0.375
 				data[b] = byte(118 + rng.IntN(6))
 			}
 		}
