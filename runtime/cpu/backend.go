@@ -31,6 +31,7 @@ type Backend struct {
 	thetaScale float32
 
 	s     scratch
+	moe   moeScratch
 	attnW []attnWorker
 }
 
@@ -159,8 +160,8 @@ func (b *Backend) grow(total, nLogits int) {
 		s.gate = make([]float32, c*hp.FFN)
 		s.up = make([]float32, c*hp.FFN)
 		s.rope = make([]float32, c*hp.HeadDim)
-		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, b.qDim))
-		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, b.qDim, 2*b.kvDim))
+		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim))
+		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim, 2*b.kvDim))
 	}
 	if nLogits*hp.Dim > len(s.lastX) {
 		s.lastX = make([]float32, nLogits*hp.Dim)
@@ -234,6 +235,15 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
 			}
 		})
+		if l.MoE != nil {
+			if err := b.moeFFN(li, l, total, xn, s.tm[:total*D]); err != nil {
+				return err
+			}
+			perTokens(total, D, func(t0, t1 int) {
+				add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
+			})
+			continue
+		}
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
 		if err := matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp}); err != nil {
 			return layerError(li, "FFN gate and up", err)

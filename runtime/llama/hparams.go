@@ -20,6 +20,9 @@ type HParams struct {
 	// RopeScaling is non-nil for llama3-style frequency scaling.
 	RopeScaling *Llama3Scaling
 	NormEps     float32
+	// MoE describes the mixture-of-experts FFN (qwen3moe, gpt-oss); its
+	// Experts is 0 for a dense FFN.
+	MoE MoEParams
 }
 
 // Llama3Scaling is the "llama3" rope frequency scaling.
@@ -39,6 +42,9 @@ type Layer struct {
 	FFNNorm    []float32
 	WGate, WUp quant.Weight
 	WDown      quant.Weight
+	// MoE, when non-nil, replaces the dense FFN (WGate, WUp and WDown are
+	// then empty).
+	MoE *MoELayer
 }
 
 // Model holds a Llama-family model's weights. The byte slices usually point
