@@ -29,6 +29,8 @@ type Backend struct {
 	// thetaScale is base^(-2/headDim): rope multiplies the angle by it once
 	// per dimension pair, as ggml does.
 	thetaScale float32
+	// yarn holds YaRN's rotation parameters when the model has them.
+	yarn *yarnRope
 
 	s     scratch
 	moe   moeScratch
@@ -74,6 +76,9 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 		}
 	}
 	b.thetaScale = float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
+	if hp.Yarn != nil {
+		b.yarn = newYarnRope(*hp.Yarn, hp.HeadDim, hp.RopeBase)
+	}
 	b.attnW = make([]attnWorker, max(cfg.Threads, quant.Workers()))
 	return b, nil
 }
@@ -230,6 +235,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			return layerError(li, "output projection", err)
 		}
 		perTokens(total, D, func(t0, t1 int) {
+			if l.Bo != nil {
+				for t := t0; t < t1; t++ {
+					add(s.tm[t*D:(t+1)*D], l.Bo)
+				}
+			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 			for t := t0; t < t1; t++ {
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
@@ -319,7 +329,8 @@ var perTokensMin = 16 << 10
 // ropeTable writes cos/sin of every rotary angle of position pos into cs
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
 // pos·base^(-2i/d) computed by repeated float32 multiplication, divided by
-// the frequency factor when there is one.
+// the frequency factor when there is one, then YaRN's mix and magnitude
+// (yarnRope.angle) when the model has it.
 func (b *Backend) ropeTable(cs []float32, pos int32) {
 	theta := float32(pos)
 	for i := 0; i < b.m.HP.HeadDim/2; i++ {
@@ -327,8 +338,12 @@ func (b *Backend) ropeTable(cs []float32, pos int32) {
 		if b.m.RopeFreqs != nil {
 			th = theta / b.m.RopeFreqs[i]
 		}
-		cs[2*i] = float32(math.Cos(float64(th)))
-		cs[2*i+1] = float32(math.Sin(float64(th)))
+		mscale := float32(1)
+		if b.yarn != nil {
+			th, mscale = b.yarn.angle(th, i)
+		}
+		cs[2*i] = float32(math.Cos(float64(th))) * mscale
+		cs[2*i+1] = float32(math.Sin(float64(th))) * mscale
 		theta *= b.thetaScale
 	}
 }
@@ -447,9 +462,13 @@ func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0,
 	group := hp.Heads / hp.KVHeads
 	if len(sq.Tokens)*group >= attnMatMulMin && !quant.BatchInvariant() {
 		kk, vv := b.gatherKV(w, layer, sq, g, n)
-		return b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
+		return b.attendGroupMatMul(w, layer, sq, tok0, g, n, kk, vv, q, out)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	var sinks []float32
+	if sk := b.m.Layers[layer].Sinks; sk != nil {
+		sinks = sk[g*group : (g+1)*group]
+	}
 	off := b.kvOff(0, g, 0)
 	kv := quant.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
@@ -458,9 +477,9 @@ func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0,
 		t := tok0 + j
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, scale, w.attn)
+			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, scale, sinks, w.attn)
 		} else {
-			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, w.attn)
+			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, sinks, w.attn)
 		}
 	}
 	return nil
@@ -498,7 +517,7 @@ const attnMatMulMin = 16
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
 // (quant.MatMul on the gathered F32 rows), with the causal mask applied
 // between them. kk and vv hold the n gathered K and V rows.
-func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) error {
+func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
@@ -529,7 +548,11 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n
 		return err
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, b.f16)
+	var sinks []float32
+	if sk := b.m.Layers[layer].Sinks; sk != nil {
+		sinks = sk[g*group : (g+1)*group]
+	}
+	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, sinks, b.f16)
 	if err := quant.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}

@@ -19,7 +19,9 @@ type HParams struct {
 	RopeNeox bool
 	// RopeScaling is non-nil for llama3-style frequency scaling.
 	RopeScaling *Llama3Scaling
-	NormEps     float32
+	// Yarn is non-nil for YaRN rotary scaling (gpt-oss).
+	Yarn    *YaRN
+	NormEps float32
 	// MoE describes the mixture-of-experts FFN (qwen3moe, gpt-oss); its
 	// Experts is 0 for a dense FFN.
 	MoE MoEParams
@@ -45,6 +47,12 @@ type Layer struct {
 	// MoE, when non-nil, replaces the dense FFN (WGate, WUp and WDown are
 	// then empty).
 	MoE *MoELayer
+	// Bo, when non-nil (Dim values), is added to the attention output
+	// projection (gpt-oss).
+	Bo []float32
+	// Sinks, when non-nil (Heads values), are per-head attention sinks
+	// (gpt-oss): a logit that joins each softmax without a value.
+	Sinks []float32
 }
 
 // Model holds a Llama-family model's weights. The byte slices usually point

@@ -119,6 +119,10 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 				sc.OrigContextLen = int(v)
 			}
 			hp.RopeScaling = sc
+		case "yarn":
+			if hp.Yarn, err = readYaRN(f, arch, hp.ContextLen); err != nil {
+				return hp, err
+			}
 		default:
 			return hp, fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 		}
