@@ -57,6 +57,17 @@ func TestCheckModel(t *testing.T) {
 		{"odd head dim", func(m *llama.Model) { m.HP.HeadDim = 15 }, "head dim"},
 		{"gqa ratio", func(m *llama.Model) { m.HP.KVHeads = 3 }, "kv heads"},
 		{"bias length", func(m *llama.Model) { m.Layers[0].Bq = make([]float32, 3) }, "biases"},
+		{"qwen3 q/k norms", func(m *llama.Model) {
+			m.HP.Arch = "qwen3"
+			m.Layers[1].QNorm, m.Layers[1].KNorm = make([]float32, 16), make([]float32, 16)
+		}, "q/k RMS norms (architecture qwen3) is not implemented"},
+		{"gemma3 embedding scale", func(m *llama.Model) { m.HP.EmbedScale = 8 }, "embedding scaling"},
+		{"gemma3 q scale", func(m *llama.Model) { m.HP.QScale, m.HP.AttnScale = 0.25, 1 }, "attention scale"},
+		{"gelu", func(m *llama.Model) { m.HP.Act = llama.ActGELUTanh }, "gelu-tanh activation"},
+		{"softcap", func(m *llama.Model) { m.HP.FinalSoftcap = 30 }, "softcapping"},
+		{"post norms", func(m *llama.Model) { m.Layers[0].PostFFNNorm = make([]float32, 64) }, "post-attention"},
+		{"window", func(m *llama.Model) { m.Layers[0].Window = 8 }, "sliding-window"},
+		{"rope base", func(m *llama.Model) { m.Layers[0].RopeBase = 1e6 }, "rope bases"},
 	}
 	for _, tc := range bad {
 		m := tinyModelNoT(gguf.TypeF16)

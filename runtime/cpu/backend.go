@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -26,11 +27,15 @@ type Backend struct {
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
 
-	// thetaScale is base^(-2/headDim): rope multiplies the angle by it once
-	// per dimension pair, as ggml does.
-	thetaScale float32
-	// yarn holds YaRN's rotation parameters when the model has them.
-	yarn *yarnRope
+	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
+	// the layers (rope multiplies the angle by it once per dimension pair,
+	// as ggml does); layerRope[li] indexes layer li's. yarns[i], when the
+	// model has YaRN scaling, holds its rotation parameters for base i.
+	thetaScales []float32
+	yarns       []*yarnRope
+	layerRope   []int
+	// attnScale multiplies the scores q·k before the softmax.
+	attnScale float32
 
 	s     scratch
 	moe   moeScratch
@@ -75,9 +80,28 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 			b.v32 = append(b.v32, make([]float32, n))
 		}
 	}
-	b.thetaScale = float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
-	if hp.Yarn != nil {
-		b.yarn = newYarnRope(*hp.Yarn, hp.HeadDim, hp.RopeBase)
+	var bases []float32
+	for _, l := range m.Layers {
+		base := l.RopeBase
+		if base == 0 {
+			base = hp.RopeBase
+		}
+		i := slices.Index(bases, base)
+		if i < 0 {
+			i = len(bases)
+			bases = append(bases, base)
+			b.thetaScales = append(b.thetaScales, float32(math.Pow(float64(base), -2.0/float64(hp.HeadDim))))
+			var y *yarnRope
+			if hp.Yarn != nil {
+				y = newYarnRope(*hp.Yarn, hp.HeadDim, base)
+			}
+			b.yarns = append(b.yarns, y)
+		}
+		b.layerRope = append(b.layerRope, i)
+	}
+	b.attnScale = hp.AttnScale
+	if b.attnScale == 0 {
+		b.attnScale = float32(1 / math.Sqrt(float64(hp.HeadDim)))
 	}
 	b.attnW = make([]attnWorker, max(cfg.Threads, quant.Workers()))
 	return b, nil
@@ -164,7 +188,7 @@ func (b *Backend) grow(total, nLogits int) {
 		s.v = make([]float32, c*b.kvDim)
 		s.gate = make([]float32, c*hp.FFN)
 		s.up = make([]float32, c*hp.FFN)
-		s.rope = make([]float32, c*hp.HeadDim)
+		s.rope = make([]float32, c*hp.HeadDim*len(b.thetaScales))
 		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim))
 		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim, 2*b.kvDim))
 	}
@@ -190,12 +214,21 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	b.grow(total, nLogits)
 	s := &b.s
 	D := hp.Dim
-	// Embeddings and positions.
+	// Embeddings and positions: one table of rotary angles per token and
+	// rotary base, table (t, i) at (t*len(thetaScales)+i)*HeadDim.
 	t := 0
+	nr := len(b.thetaScales)
 	for _, sq := range seqs {
 		for j, tok := range sq.Tokens {
-			dequantRow(b.m.TokEmbd, int(tok), s.x[t*D:(t+1)*D])
-			b.ropeTable(s.rope[t*hp.HeadDim:(t+1)*hp.HeadDim], int32(sq.Pos+j))
+			xt := s.x[t*D : (t+1)*D]
+			dequantRow(b.m.TokEmbd, int(tok), xt)
+			if hp.EmbedScale != 0 {
+				mulScalar(xt, hp.EmbedScale)
+			}
+			for i, ts := range b.thetaScales {
+				o := (t*nr + i) * hp.HeadDim
+				b.ropeTable(s.rope[o:o+hp.HeadDim], int32(sq.Pos+j), ts, b.yarns[i])
+			}
 			t++
 		}
 	}
@@ -222,9 +255,20 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 					add(k[t*b.kvDim:(t+1)*b.kvDim], l.Bk)
 					add(v[t*b.kvDim:(t+1)*b.kvDim], l.Bv)
 				}
-				cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
-				b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
-				b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
+				qt, kt := q[t*b.qDim:(t+1)*b.qDim], k[t*b.kvDim:(t+1)*b.kvDim]
+				if l.QNorm != nil {
+					headNorms(qt, hp.HeadDim, l.QNorm, hp.NormEps)
+				}
+				if l.KNorm != nil {
+					headNorms(kt, hp.HeadDim, l.KNorm, hp.NormEps)
+				}
+				o := (t*nr + b.layerRope[li]) * hp.HeadDim
+				cs := s.rope[o : o+hp.HeadDim]
+				b.rope(qt, hp.Heads, cs)
+				b.rope(kt, hp.KVHeads, cs)
+				if hp.QScale != 0 {
+					mulScalar(qt, hp.QScale)
+				}
 			}
 		})
 		b.storeKV(li, seqs, k, v)
@@ -238,6 +282,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			if l.Bo != nil {
 				for t := t0; t < t1; t++ {
 					add(s.tm[t*D:(t+1)*D], l.Bo)
+				}
+			}
+			if l.PostAttnNorm != nil {
+				for t := t0; t < t1; t++ {
+					rmsNorm(s.tm[t*D:(t+1)*D], s.tm[t*D:(t+1)*D], l.PostAttnNorm, hp.NormEps)
 				}
 			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
@@ -259,12 +308,22 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			return layerError(li, "FFN gate and up", err)
 		}
 		perTokens(total, hp.FFN, func(t0, t1 int) {
-			siluMul(gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN])
+			g, u := gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN]
+			if hp.Act == llama.ActGELUTanh {
+				geluMul(g, u)
+			} else {
+				siluMul(g, u)
+			}
 		})
 		if err := matMul(s.tm[:total*D], l.WDown, gate, total, s); err != nil {
 			return layerError(li, "FFN down", err)
 		}
 		perTokens(total, D, func(t0, t1 int) {
+			if l.PostFFNNorm != nil {
+				for t := t0; t < t1; t++ {
+					rmsNorm(s.tm[t*D:(t+1)*D], s.tm[t*D:(t+1)*D], l.PostFFNNorm, hp.NormEps)
+				}
+			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 		})
 	}
@@ -284,6 +343,9 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	V := hp.VocabSize
 	if err := matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s); err != nil {
 		return fmt.Errorf("cpu: output matrix: %w", err)
+	}
+	if hp.FinalSoftcap != 0 {
+		softcap(s.lastOut[:nLogits*V], hp.FinalSoftcap)
 	}
 	r = 0
 	for i := range seqs {
@@ -328,10 +390,10 @@ var perTokensMin = 16 << 10
 
 // ropeTable writes cos/sin of every rotary angle of position pos into cs
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
-// pos·base^(-2i/d) computed by repeated float32 multiplication, divided by
-// the frequency factor when there is one, then YaRN's mix and magnitude
-// (yarnRope.angle) when the model has it.
-func (b *Backend) ropeTable(cs []float32, pos int32) {
+// pos·base^(-2i/d) computed by repeated float32 multiplication by
+// thetaScale = base^(-2/d), divided by the frequency factor when there is
+// one, then YaRN's mix and magnitude (yarnRope.angle) when y is not nil.
+func (b *Backend) ropeTable(cs []float32, pos int32, thetaScale float32, y *yarnRope) {
 	theta := float32(pos)
 	for i := 0; i < b.m.HP.HeadDim/2; i++ {
 		th := theta
@@ -339,12 +401,12 @@ func (b *Backend) ropeTable(cs []float32, pos int32) {
 			th = theta / b.m.RopeFreqs[i]
 		}
 		mscale := float32(1)
-		if b.yarn != nil {
-			th, mscale = b.yarn.angle(th, i)
+		if y != nil {
+			th, mscale = y.angle(th, i)
 		}
 		cs[2*i] = float32(math.Cos(float64(th))) * mscale
 		cs[2*i+1] = float32(math.Sin(float64(th))) * mscale
-		theta *= b.thetaScale
+		theta *= thetaScale
 	}
 }
 
@@ -464,7 +526,7 @@ func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0,
 		kk, vv := b.gatherKV(w, layer, sq, g, n)
 		return b.attendGroupMatMul(w, layer, sq, tok0, g, n, kk, vv, q, out)
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := b.attnScale
 	var sinks []float32
 	if sk := b.m.Layers[layer].Sinks; sk != nil {
 		sinks = sk[g*group : (g+1)*group]
@@ -547,7 +609,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 	if err := quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
 		return err
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := b.attnScale
 	var sinks []float32
 	if sk := b.m.Layers[layer].Sinks; sk != nil {
 		sinks = sk[g*group : (g+1)*group]
