@@ -30,12 +30,27 @@ type archSpec struct {
 	biases    bool    // QKV biases required (qwen2)
 	qkNorm    bool    // per-head q/k RMS norms required (qwen3, gemma3)
 	postNorms bool    // post-attention and post-FFN norms required (gemma3)
+	moe       bool    // the FFN is a mixture of experts (qwen3moe, gpt-oss)
+	// oai is gpt-oss's block: Q/K/V and output biases, attention sinks,
+	// post_attention_norm as the pre-FFN norm, router and expert biases,
+	// top-k-then-softmax gating and the clamped SwiGLU.
+	oai bool
+	// swaPattern, when not 0, is llama.cpp's default sliding-window period
+	// (without an attention.sliding_window_pattern key); swaBase10k gives
+	// the sliding layers the rotary base 10000 by default (gemma3) rather
+	// than rope.freq_base (gpt-oss).
+	swaPattern uint64
+	swaBase10k bool
 }
 
 var archs = map[string]archSpec{
 	"llama": {eps: 1e-5},
 	"qwen2": {neox: true, eps: 1e-6, biases: true},
 	"qwen3": {neox: true, eps: 1e-6, qkNorm: true},
+	// llama.cpp requires the epsilon key of both MoE archs; the default
+	// here is what their converters write.
+	"qwen3moe": {neox: true, eps: 1e-6, qkNorm: true, moe: true},
+	"gpt-oss":  {neox: true, eps: 1e-5, biases: true, moe: true, oai: true, swaPattern: 2},
 	// gemma3 joins when the CPU backend applies its sliding windows.
 }
 
@@ -54,7 +69,7 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	case arch == "":
 		return hp, fmt.Errorf("%w: general.architecture is missing", ErrUnsupported)
 	case !ok:
-		return hp, fmt.Errorf("%w: architecture %q (weft runs llama, qwen2, qwen3 and gemma3)", ErrUnsupported, arch)
+		return hp, fmt.Errorf("%w: architecture %q (weft runs llama, qwen2, qwen3, gemma3, qwen3moe and gpt-oss)", ErrUnsupported, arch)
 	}
 	hp.Arch = arch
 	hp.RopeNeox = spec.neox
@@ -169,6 +184,16 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 			return hp, fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 		}
 	}
+	if spec.moe {
+		if err := readMoEParams(f, &hp); err != nil {
+			return hp, err
+		}
+		hp.MoE.Gating, hp.MoE.Norm = GatingSoftmax, true
+		if spec.oai {
+			hp.MoE.Gating, hp.MoE.Norm = GatingTopKSoftmax, false
+			hp.MoE.SwiGLUAlpha, hp.MoE.SwiGLULimit = swigluOAIAlpha, swigluOAILimit
+		}
+	}
 	// The embedding's row count is the model's vocabulary (it may exceed
 	// the tokenizer's when padded); the metadata is a fallback.
 	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 && t.Dims[1] < 1<<24 {
@@ -265,6 +290,12 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 			{&l.WUp, "ffn_up.weight", hp.Dim, hp.FFN},
 			{&l.WDown, "ffn_down.weight", hp.FFN, hp.Dim},
 		}
+		if spec.moe {
+			steps = steps[:4]
+			if l.MoE, err = loadMoELayer(f, hp, p, spec.oai, used, weight, vector); err != nil {
+				return nil, err
+			}
+		}
 		for _, s := range steps {
 			if *s.dst, err = weight(p+s.name, s.cols, s.rows); err != nil {
 				return nil, err
@@ -273,7 +304,12 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 		if l.AttnNorm, err = vector(p+"attn_norm.weight", hp.Dim, false); err != nil {
 			return nil, err
 		}
-		if l.FFNNorm, err = vector(p+"ffn_norm.weight", hp.Dim, false); err != nil {
+		// gpt-oss's pre-FFN norm is named post_attention_norm.
+		ffnNorm := "ffn_norm.weight"
+		if spec.oai {
+			ffnNorm = "post_attention_norm.weight"
+		}
+		if l.FFNNorm, err = vector(p+ffnNorm, hp.Dim, false); err != nil {
 			return nil, err
 		}
 		// Biases are optional everywhere (llama.cpp loads them when
@@ -294,6 +330,8 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 			{&l.KNorm, "attn_k_norm.weight", hp.HeadDim, spec.qkNorm, true},
 			{&l.PostAttnNorm, "post_attention_norm.weight", hp.Dim, spec.postNorms, true},
 			{&l.PostFFNNorm, "post_ffw_norm.weight", hp.Dim, spec.postNorms, true},
+			{&l.Bo, "attn_output.bias", hp.Dim, spec.oai, true},
+			{&l.Sinks, "attn_sinks.weight", hp.Heads, spec.oai, true},
 		}
 		for _, v := range vecs {
 			if !v.load {
@@ -323,17 +361,23 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 }
 
 // layerAttention returns each layer's sliding window (0: full attention)
-// and rotary base. Only gemma3 has sliding layers: with a positive
-// attention.sliding_window, the layers that attention.sliding_window_pattern
-// marks (an array of booleans, one per layer, or a period n: layer i slides
-// unless i%n == n-1, and every layer slides for n = 0) or, without that key,
-// llama.cpp's default period 6; they use rope.freq_base_swa (default 10000).
+// and rotary base. Only gemma3 and gpt-oss have sliding layers: with a
+// positive attention.sliding_window, the layers that
+// attention.sliding_window_pattern marks (an array of booleans, one per
+// layer, or a period n: layer i slides unless i%n == n-1, and every layer
+// slides for n = 0) or, without that key, llama.cpp's default period (6 for
+// gemma3, 2 for gpt-oss); they use rope.freq_base_swa (default 10000 for
+// gemma3, rope.freq_base for gpt-oss).
 func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, err error) {
 	windows, bases = make([]int, hp.Layers), make([]float32, hp.Layers)
 	for i := range bases {
 		bases[i] = hp.RopeBase
 	}
-	if hp.Arch != "gemma3" {
+	spec := archs[hp.Arch]
+	if hp.Arch == "gemma3" {
+		spec.swaPattern, spec.swaBase10k = gemma3SWAPattern, true
+	}
+	if spec.swaPattern == 0 {
 		return windows, bases, nil
 	}
 	key := hp.Arch + ".attention.sliding_window"
@@ -357,7 +401,7 @@ func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, e
 		}
 		copy(sliding, pat)
 	default:
-		n := uint64(gemma3SWAPattern)
+		n := spec.swaPattern
 		if present {
 			if n, ok = f.Uint(pkey); !ok {
 				return nil, nil, fmt.Errorf("llama: GGUF key %s is neither a period nor one boolean per layer", pkey)
@@ -367,7 +411,10 @@ func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, e
 			sliding[i] = n == 0 || uint64(i)%n < n-1
 		}
 	}
-	base := float32(10000)
+	base := hp.RopeBase
+	if spec.swaBase10k {
+		base = 10000
+	}
 	if b, ok := f.Float(hp.Arch + ".rope.freq_base_swa"); ok {
 		base = float32(b)
 	}
