@@ -1,11 +1,16 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/quant"
 
 	"github.com/weft-inference/weft/runtime/llama"
 )
@@ -191,6 +196,106 @@ func TestSynthMoEAblations(t *testing.T) {
 			t.Logf("without %s: %v", c.feature, s)
 			if d := cmp.Diff(c.wantLeading, s.leading); d != "" {
 				t.Errorf("without %s, leading tokens equal to the golden (-README +got):\n%s", c.feature, d)
+			}
+		})
+	}
+}
+
+// TestMoEBatchInvariantLogits: with quant.SetBatchInvariant, a sequence's
+// logits through the MoE models are the same bits alone as inside every
+// batch of invConfigs, whose other sequences' tokens share the step's
+// expert products with it (every expert's rows of the whole step form one
+// product, so its row count, and without invariance its kernel, depends
+// on the batch) and are routed to experts it does not use
+// (moeRoutingDiffers checks both on one step). Every kernel set for
+// qwen3moe-Q8_0 (the int8 and float kernels); the best set for the other
+// files; both KV types.
+func TestMoEBatchInvariantLogits(t *testing.T) {
+	defer quant.SetBatchInvariant(quant.SetBatchInvariant(true))
+	isas := quant.AvailableISAs()
+	for _, name := range []string{"qwen3moe-256-Q8_0", "qwen3moe-256-F32", "qwen3moe-256-F16", "qwen3moe-256-Q4_K_M", "gptoss-256-F32", "gptoss-256-Q8_0"} {
+		m := loadModel(t, "synth/arch2/models/synth-"+name+".gguf")
+		for _, kv := range []string{"f32", "f16"} {
+			b, err := New(m, Config{KVType: kv, BlockSize: 16, NumBlocks: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sets := isas[len(isas)-1:]
+			if name == "qwen3moe-256-Q8_0" {
+				sets = isas
+			}
+			for _, isa := range sets {
+				t.Run(fmt.Sprintf("%s/kv%s/%s", name, kv, isa), func(t *testing.T) {
+					prev, err := quant.UseISA(isa)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer quant.UseISA(prev)
+					moeRoutingDiffers(t, b)
+					want := invAlone(t, b)
+					for _, cfg := range invConfigs {
+						if d := invFirstDiff(invBatched(t, b, cfg), want); d != "" {
+							t.Errorf("%d others, chunk %d, target %s: %s", cfg.others, cfg.chunk, cfg.pos, d)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// moeRoutingDiffers runs one decode step of a target token beside 20
+// other tokens and checks, on the last layer's routing, that the others
+// use experts the target does not and share at least one with it.
+func moeRoutingDiffers(t *testing.T, b *Backend) {
+	t.Helper()
+	var steps []batch.SeqStep
+	var logits [][]float32
+	for i := range 21 {
+		toks := invTokens(300+i, 1)
+		steps = append(steps, batch.SeqStep{Seq: uint64(i), Tokens: toks, Blocks: []int32{int32(i)}})
+		logits = append(logits, nil)
+	}
+	if err := b.Forward(context.Background(), steps, logits); err != nil {
+		t.Fatal(err)
+	}
+	K := b.m.HP.MoE.Used
+	target := b.moe.sel[:K]
+	elsewhere, shared := 0, 0
+	for _, e := range b.moe.sel[K : 21*K] {
+		if slices.Contains(target, e) {
+			shared++
+		} else {
+			elsewhere++
+		}
+	}
+	if elsewhere == 0 || shared == 0 {
+		t.Fatalf("routing of the other 20 tokens: %d slots on the target's experts %v, %d elsewhere; want both", shared, target, elsewhere)
+	}
+}
+
+// TestMoEBatchVariantLogitsDiffer: without SetBatchInvariant the same
+// runs give the target other bits in some batch (its experts' products
+// take other kernels as their row counts change), so
+// TestMoEBatchInvariantLogits compares runs that can differ.
+func TestMoEBatchVariantLogitsDiffer(t *testing.T) {
+	defer quant.SetBatchInvariant(quant.SetBatchInvariant(false))
+	for _, name := range []string{"qwen3moe-256-F32", "qwen3moe-256-Q8_0"} {
+		t.Run(name, func(t *testing.T) {
+			m := loadModel(t, "synth/arch2/models/synth-"+name+".gguf")
+			b, err := New(m, Config{KVType: "f16", BlockSize: 16, NumBlocks: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := invAlone(t, b)
+			differ := 0
+			for _, cfg := range invConfigs {
+				if d := invFirstDiff(invBatched(t, b, cfg), want); d != "" {
+					differ++
+				}
+			}
+			if differ == 0 {
+				t.Errorf("kernel set %s: every batch gave the target its bits alone without SetBatchInvariant; TestMoEBatchInvariantLogits would prove nothing", quant.ISA())
 			}
 		})
 	}
