@@ -1,0 +1,176 @@
+package llama
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime/gguf"
+)
+
+func openArch2(t *testing.T, name string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(shareddata.Path(t, "synth/arch2/models/"+name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestMoELoad loads the MoE models of shared/synth/arch2 and checks the
+// hyper-parameters (arch2/README.md's values and llama.cpp's hard-coded
+// gating and activation), the per-expert views of the stacked tensors and
+// gpt-oss's extra tensors and per-layer windows.
+func TestMoELoad(t *testing.T) {
+	tests := []struct {
+		file   string
+		moe    MoEParams
+		yarn   *YaRN
+		oai    bool
+		window []int
+		ffnTyp gguf.Type // of the experts' gate matrices
+	}{
+		{"synth-qwen3moe-256-F32.gguf", MoEParams{Experts: 8, Used: 2, FFN: 128, Gating: GatingSoftmax, Norm: true}, nil, false,
+			[]int{0, 0, 0, 0}, gguf.TypeF32},
+		{"synth-qwen3moe-256-Q4_K_M.gguf", MoEParams{Experts: 8, Used: 2, FFN: 128, Gating: GatingSoftmax, Norm: true}, nil, false,
+			[]int{0, 0, 0, 0}, gguf.TypeQ4_K},
+		{"synth-gptoss-256-Q8_0.gguf", MoEParams{Experts: 8, Used: 2, FFN: 64, Gating: GatingTopKSoftmax, SwiGLUAlpha: 1.702, SwiGLULimit: 7},
+			// AttnFactor: (1 + 0.1 ln 8) / (1 + 0.1 ln 8) in float32.
+			&YaRN{Factor: 8, OrigContextLen: 64, BetaFast: 32, BetaSlow: 1, ExtFactor: 1, AttnFactor: yarnAttn8()}, true,
+			[]int{8, 0, 8, 0}, gguf.TypeQ8_0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			m, err := FromGGUF(openArch2(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.moe, m.HP.MoE); d != "" {
+				t.Errorf("MoEParams (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.yarn, m.HP.Yarn); d != "" {
+				t.Errorf("YaRN (-want +got):\n%s", d)
+			}
+			hp := m.HP
+			var window []int
+			for i, l := range m.Layers {
+				window = append(window, l.Window)
+				ml := l.MoE
+				if ml == nil {
+					t.Fatalf("layer %d: no MoE", i)
+				}
+				if l.WGate.Data != nil || l.WUp.Data != nil || l.WDown.Data != nil {
+					t.Errorf("layer %d: dense FFN weights loaded beside the experts", i)
+				}
+				if ml.Router.Rows != hp.MoE.Experts || ml.Router.Cols != hp.Dim || ml.Router.Type != gguf.TypeF32 {
+					t.Errorf("layer %d: router %dx%d %v", i, ml.Router.Rows, ml.Router.Cols, ml.Router.Type)
+				}
+				if len(ml.Gate) != 8 || len(ml.Up) != 8 || len(ml.Down) != 8 {
+					t.Fatalf("layer %d: %d/%d/%d experts", i, len(ml.Gate), len(ml.Up), len(ml.Down))
+				}
+				if g := ml.Gate[0]; g.Type != tc.ffnTyp || g.Rows != hp.MoE.FFN || g.Cols != hp.Dim {
+					t.Errorf("layer %d: expert gate %dx%d %v", i, g.Rows, g.Cols, g.Type)
+				}
+				// Expert e's view is the e-th slice of the stacked tensor.
+				st, _ := openArch2(t, tc.file).Tensor(blk(i) + "ffn_down_exps.weight")
+				sz := len(st.Data) / 8
+				for e, w := range ml.Down {
+					if w.Rows != hp.Dim || w.Cols != hp.MoE.FFN || !bytes.Equal(w.Data, st.Data[e*sz:(e+1)*sz]) {
+						t.Errorf("layer %d expert %d: down view %dx%d is not slice %d of the stacked tensor", i, e, w.Rows, w.Cols, e)
+					}
+				}
+				gotOAI := ml.RouterBias != nil && ml.GateBias != nil && l.Sinks != nil && l.Bo != nil && l.Bq != nil
+				if gotOAI != tc.oai {
+					t.Errorf("layer %d: gpt-oss biases and sinks loaded = %v, want %v", i, gotOAI, tc.oai)
+				}
+				if tc.oai && (len(l.Sinks) != hp.Heads || len(ml.DownBias[7]) != hp.Dim || len(ml.UpBias[7]) != hp.MoE.FFN) {
+					t.Errorf("layer %d: %d sinks, down bias %d, up bias %d", i, len(l.Sinks), len(ml.DownBias[7]), len(ml.UpBias[7]))
+				}
+				if tc.oai && l.RopeBase != hp.RopeBase {
+					t.Errorf("layer %d: rope base %g, want the global %g", i, l.RopeBase, hp.RopeBase)
+				}
+			}
+			if d := cmp.Diff(tc.window, window); d != "" {
+				t.Errorf("windows (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func blk(i int) string { return "blk." + string(rune('0'+i)) + "." }
+
+func yarnAttn8() float32 {
+	a := float32(float32(0.1)*logf(8)) + 1
+	return a * (1 / float32(1+float32(float32(0.1)*logf(8))))
+}
+
+// TestMoELoadErrors rewrites synth-gptoss-256-F32 (and qwen3moe) with one
+// thing wrong and expects a clear error, never a panic.
+func TestMoELoadErrors(t *testing.T) {
+	tests := []struct {
+		name, file string
+		kv         map[string]any // replaced or added keys
+		drop       string         // tensor left out
+		reshape    string         // tensor whose last dimension is halved
+		want       string
+	}{
+		{"used above count", "synth-qwen3moe-256-F32.gguf", map[string]any{"qwen3moe.expert_used_count": uint32(9)}, "", "", "uses 9 of 8 experts"},
+		{"no expert count", "synth-qwen3moe-256-F32.gguf", map[string]any{"qwen3moe.expert_count": "eight"}, "", "", "expert_count"},
+		{"shared experts", "synth-qwen3moe-256-F32.gguf", map[string]any{"qwen3moe.expert_shared_count": uint32(1)}, "", "", "shared experts"},
+		{"missing experts", "synth-qwen3moe-256-F32.gguf", nil, "blk.1.ffn_up_exps.weight", "", "blk.1.ffn_up_exps.weight is missing"},
+		{"experts short", "synth-qwen3moe-256-F32.gguf", nil, "", "blk.2.ffn_gate_exps.weight", "ffn_gate_exps.weight has shape [256 128 4]"},
+		{"missing sinks", "synth-gptoss-256-F32.gguf", nil, "blk.0.attn_sinks.weight", "", "attn_sinks.weight is missing"},
+		{"missing router bias", "synth-gptoss-256-F32.gguf", nil, "blk.3.ffn_gate_inp.bias", "", "ffn_gate_inp.bias is missing"},
+		{"expert biases short", "synth-gptoss-256-F32.gguf", nil, "", "blk.0.ffn_down_exps.bias", "ffn_down_exps.bias has shape [256 4]"},
+		{"yarn factor", "synth-gptoss-256-F32.gguf", map[string]any{"gpt-oss.rope.scaling.factor": float32(0.5)}, "", "", "rope.scaling.factor"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := openArch2(t, tc.file)
+			w := gguf.NewWriter()
+			seen := map[string]bool{}
+			for _, kv := range src.KVs {
+				v := kv.Value
+				if nv, ok := tc.kv[kv.Key]; ok {
+					v, seen[kv.Key] = nv, true
+				}
+				w.AddKV(kv.Key, v)
+			}
+			for k, v := range tc.kv {
+				if !seen[k] {
+					w.AddKV(k, v)
+				}
+			}
+			for _, ti := range src.Tensors {
+				if ti.Name == tc.drop {
+					continue
+				}
+				dims, data := ti.Dims, ti.Data
+				if ti.Name == tc.reshape {
+					dims = append([]uint64(nil), dims...)
+					dims[len(dims)-1] /= 2
+					data = data[:len(data)/2]
+				}
+				if err := w.AddTensor(ti.Name, ti.Type, dims, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var buf bytes.Buffer
+			if _, err := w.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = FromGGUF(f)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("FromGGUF = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
