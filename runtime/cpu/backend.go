@@ -204,7 +204,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	if err != nil || total == 0 {
 		return err
 	}
-	hp := b.m.HP
+	hp := &b.m.HP // a pointer: closures capture it without moving the (large) struct to the heap
 	nLogits := 0
 	for i := range seqs {
 		if logits[i] != nil {
@@ -272,7 +272,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 		})
 		b.storeKV(li, seqs, k, v)
-		if err := b.attention(li, seqs, q, att); err != nil {
+		if err := b.attention(li, l.Window, seqs, q, att); err != nil {
 			return layerError(li, "attention", err)
 		}
 		if err := matMul(s.tm[:total*D], l.Wo, att, total, s); err != nil {
@@ -467,14 +467,16 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	}
 }
 
-// attention computes softmax(q·K/sqrt(d))·V for every token and head,
-// reading each sequence's K/V through its block table. Work items are
+// attention computes softmax(q·K·attnScale)·V for every token and head,
+// reading each sequence's K/V through its block table; with window > 0 a
+// token at position p sees only positions p-window+1..p (the others are
+// not read). Work items are
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
 // Items are spread over quant's worker pool. It returns the first kernel
 // failure (the long chunks' matrix products can fail).
-func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) error {
-	hp := b.m.HP
+func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) error {
+	hp := &b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
 	t := 0
@@ -487,12 +489,16 @@ func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) e
 	// handoff costs more than it saves.
 	work := 0
 	for _, sq := range seqs {
-		work += len(sq.Tokens) * (sq.Pos + len(sq.Tokens))
+		n := sq.Pos + len(sq.Tokens)
+		if window > 0 {
+			n = min(n, window)
+		}
+		work += len(sq.Tokens) * n
 	}
 	work *= hp.Heads * hp.HeadDim * 2
 	if work < attnParallelMin || nItems == 1 {
 		for it := range nItems {
-			if err := b.attendGroup(&b.attnW[0], layer, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
+			if err := b.attendGroup(&b.attnW[0], layer, window, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
 				return err
 			}
 		}
@@ -500,7 +506,7 @@ func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) e
 	}
 	return quant.Parallel(nItems, func(worker, it int) error {
 		si, g := it/hp.KVHeads, it%hp.KVHeads
-		return b.attendGroup(&b.attnW[worker], layer, &seqs[si], starts[si], g, q, out)
+		return b.attendGroup(&b.attnW[worker], layer, window, &seqs[si], starts[si], g, q, out)
 	})
 }
 
@@ -517,56 +523,78 @@ const attnParallelMin = 64 << 10
 // attendGroupMatMul, whose failure it returns, unless the products are
 // batch-invariant (quant.BatchInvariant): then every token reads the cache
 // in place, so its result does not depend on how its prompt was chunked.
-func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
+func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
 	if len(sq.Tokens)*group >= attnMatMulMin && !quant.BatchInvariant() {
-		kk, vv := b.gatherKV(w, layer, sq, g, n)
-		return b.attendGroupMatMul(w, layer, sq, tok0, g, n, kk, vv, q, out)
+		k0 := firstVisible(sq.Pos, window)
+		kk, vv := b.gatherKV(w, layer, sq, g, k0, n)
+		return b.attendGroupMatMul(w, layer, sq, tok0, g, k0, n, window, kk, vv, q, out)
 	}
-	scale := b.attnScale
-	var sinks []float32
-	if sk := b.m.Layers[layer].Sinks; sk != nil {
-		sinks = sk[g*group : (g+1)*group]
-	}
+	sinks := b.groupSinks(layer, g)
 	off := b.kvOff(0, g, 0)
 	kv := quant.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
-	w.attn = grow(w.attn, quant.AttendScratch(group, n, hd))
+	w.attn = grow(w.attn, quant.AttendScratch(group, n-firstVisible(sq.Pos, window), hd))
 	for j := range sq.Tokens {
 		t := tok0 + j
+		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, scale, sinks, w.attn)
+			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		} else {
-			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, sinks, w.attn)
+			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
 	return nil
 }
 
-// gatherKV copies head g's K and V rows of positions 0..n-1 of the sequence
-// (converted to F32) into the worker's scratch, block by block (a block's
-// rows of one head are contiguous).
-func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n int) (kk, vv []float32) {
+// firstVisible is the first position a query at position p sees: p-window+1
+// (at least 0) with a sliding window, else 0.
+func firstVisible(p, window int) int {
+	if window > 0 {
+		return max(0, p-window+1)
+	}
+	return 0
+}
+
+// groupSinks is the attention sinks of KV head g's query heads in layer
+// layer, or nil.
+func (b *Backend) groupSinks(layer, g int) []float32 {
+	sk := b.m.Layers[layer].Sinks
+	if sk == nil {
+		return nil
+	}
+	group := b.m.HP.Heads / b.m.HP.KVHeads
+	return sk[g*group : (g+1)*group]
+}
+
+// gatherKV copies head g's K and V rows of positions k0..n-1 of the
+// sequence (converted to F32) into the worker's scratch, row p at p-k0,
+// block by block (a block's rows of one head are contiguous).
+func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n int) (kk, vv []float32) {
 	hd, bs := b.m.HP.HeadDim, b.cfg.BlockSize
-	if len(w.k) < n*hd {
-		w.k = make([]float32, max(n*hd, 2*len(w.k)))
+	m := n - k0
+	if len(w.k) < m*hd {
+		w.k = make([]float32, max(m*hd, 2*len(w.k)))
 		w.v = make([]float32, len(w.k))
 	}
-	kk, vv = w.k[:n*hd], w.v[:n*hd]
-	for p0 := 0; p0 < n; p0 += bs {
-		cnt := min(bs, n-p0) * hd
-		off := b.kvOff(sq.Blocks[p0/bs], g, 0)
+	kk, vv = w.k[:m*hd], w.v[:m*hd]
+	for p0 := k0; p0 < n; {
+		slot := p0 % bs
+		cnt := min(bs-slot, n-p0) * hd
+		off := b.kvOff(sq.Blocks[p0/bs], g, slot)
+		d := (p0 - k0) * hd
 		if b.f16 {
-			quant.F16ToF32s(kk[p0*hd:p0*hd+cnt], b.k16[layer][off:off+cnt])
-			quant.F16ToF32s(vv[p0*hd:p0*hd+cnt], b.v16[layer][off:off+cnt])
+			quant.F16ToF32s(kk[d:d+cnt], b.k16[layer][off:off+cnt])
+			quant.F16ToF32s(vv[d:d+cnt], b.v16[layer][off:off+cnt])
 		} else {
-			copy(kk[p0*hd:p0*hd+cnt], b.k32[layer][off:off+cnt])
-			copy(vv[p0*hd:p0*hd+cnt], b.v32[layer][off:off+cnt])
+			copy(kk[d:d+cnt], b.k32[layer][off:off+cnt])
+			copy(vv[d:d+cnt], b.v32[layer][off:off+cnt])
 		}
+		p0 += cnt / hd
 	}
 	return kk, vv
 }
@@ -577,13 +605,15 @@ const attnMatMulMin = 16
 
 // attendGroupMatMul is attendGroup for long chunks: the scores of all the
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
-// (quant.MatMul on the gathered F32 rows), with the causal mask applied
-// between them. kk and vv hold the n gathered K and V rows.
-func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) error {
+// (quant.MatMul on the gathered F32 rows), with the causal (and sliding
+// window) mask applied between them. kk and vv hold the gathered K and V
+// rows of positions k0..n-1: those the chunk's first token sees and after.
+func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
 	T := len(sq.Tokens)
+	n -= k0 // columns: positions k0..
 	rows := group * T
 	w.qg = grow(w.qg, rows*hd)
 	w.sc = grow(w.sc, rows*n)
@@ -609,12 +639,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 	if err := quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
 		return err
 	}
-	scale := b.attnScale
-	var sinks []float32
-	if sk := b.m.Layers[layer].Sinks; sk != nil {
-		sinks = sk[g*group : (g+1)*group]
-	}
-	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, sinks, b.f16)
+	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
 	if err := quant.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}

@@ -13,7 +13,16 @@
 // each run as one quant.MatMuls job (one pool handoff). Attention is per
 // sequence, through its block table, parallel over (sequence, KV head);
 // short chunks read the cache in place (quant.AttendF16/AttendF32), long
-// ones gather the head's rows and run two matrix products per KV head.
+// ones gather the head's rows and run two matrix products per KV head. A
+// sliding layer (llama.Layer.Window) attends from the first visible
+// position in both paths (PagedKV.First; the gathered rows start there and
+// quant.SoftmaxCausal masks per row), so hidden keys are never read.
+//
+// The forward pass follows the Model's fields, never its architecture's
+// name: optional q/k head norms before RoPE, one RoPE table per distinct
+// layer base, embedding and query scales, post-attention and post-FFN
+// norms, the FFN activation (SiLU, or GELU through ggml's F16 table as
+// geluMul copies it) and logit softcapping.
 // Logits are computed only for the last token of sequences whose logits
 // slot is non-nil (SeqStep.Logits). The backend never samples: that is
 // runtime.Engine's job. A kernel that fails (quant.ErrKernel: its scratch

@@ -115,13 +115,11 @@ var synthMoECases = []struct {
 	// gaps > 1; Q4_K_M 70/96 and 63/80), and most steps within 3.
 	{preset: "qwen3moe-256", typ: "Q8_0", tol: 3, within: 85, argmax: 88, bigGap: 77},
 	{preset: "qwen3moe-256", typ: "Q4_K_M", tol: 3, within: 58, argmax: 70, bigGap: 63},
-	// gpt-oss: enabled once the CPU backend applies sliding windows
-	// (branch arch-dense); until then its tokens part from the golden's at
-	// step 4, as the README's window-off variant does.
-	// {preset: "gptoss-256", typ: "F32", exact: true, tol: 1e-3},
-	// {preset: "gptoss-256", typ: "F16", exact: true, tol: 0.1},
-	// // gpt-oss Q8_0: the float64 reference reaches 86/96 and 74/80.
-	// {preset: "gptoss-256", typ: "Q8_0", tol: 3, within: 80, argmax: 86, bigGap: 74},
+	// gpt-oss F16: weft rounds the products' inputs to F16 as ggml does.
+	{preset: "gptoss-256", typ: "F32", exact: true, tol: 1e-3},
+	{preset: "gptoss-256", typ: "F16", exact: true, tol: 0.1},
+	// gpt-oss Q8_0: the float64 reference reaches 86/96 and 74/80.
+	{preset: "gptoss-256", typ: "Q8_0", tol: 3, within: 80, argmax: 86, bigGap: 74},
 	// MXFP4_MOE needs the MXFP4 type (branch types-iq4-mxfp4); the
 	// reference reaches 81/96 and 75/82:
 	// {preset: "gptoss-256", typ: "MXFP4_MOE", tol: 3, within: 75, argmax: 81, bigGap: 75},
@@ -168,7 +166,7 @@ func TestSynthMoEGolden(t *testing.T) {
 // never reached), no YaRN (README: no rope.scaling keys: plain RoPE, no
 // magnitude), the SwiGLU without its ±7 limits (ref).
 func TestSynthMoEAblations(t *testing.T) {
-	// inf := float32(math.Inf(1)) // for the SwiGLU clamp case below
+	inf := float32(math.Inf(1))
 	cases := []struct {
 		preset, feature string
 		edit            func(*llama.Model)
@@ -181,13 +179,12 @@ func TestSynthMoEAblations(t *testing.T) {
 			}
 		}, []int{0, 0, 0}},
 		{"gptoss-256", "YaRN", func(m *llama.Model) { m.HP.Yarn = nil }, []int{0, 0, 0}},
-		// Enabled with the sliding windows (see synthMoECases):
-		// {"gptoss-256", "sliding window", func(m *llama.Model) {
-		// 	for i := range m.Layers {
-		// 		m.Layers[i].Window = 0
-		// 	}
-		// }, []int{4, 4, 5}},
-		// {"gptoss-256", "SwiGLU clamp", func(m *llama.Model) { m.HP.MoE.SwiGLULimit = inf }, []int{5, 1, 1}},
+		{"gptoss-256", "sliding window", func(m *llama.Model) {
+			for i := range m.Layers {
+				m.Layers[i].Window = 0
+			}
+		}, []int{4, 4, 5}},
+		{"gptoss-256", "SwiGLU clamp", func(m *llama.Model) { m.HP.MoE.SwiGLULimit = inf }, []int{5, 1, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.preset+"/"+c.feature, func(t *testing.T) {

@@ -44,14 +44,14 @@ type archSpec struct {
 }
 
 var archs = map[string]archSpec{
-	"llama": {eps: 1e-5},
-	"qwen2": {neox: true, eps: 1e-6, biases: true},
-	"qwen3": {neox: true, eps: 1e-6, qkNorm: true},
+	"llama":  {eps: 1e-5},
+	"qwen2":  {neox: true, eps: 1e-6, biases: true},
+	"qwen3":  {neox: true, eps: 1e-6, qkNorm: true},
+	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, swaPattern: gemma3SWAPattern, swaBase10k: true},
 	// llama.cpp requires the epsilon key of both MoE archs; the default
 	// here is what their converters write.
 	"qwen3moe": {neox: true, eps: 1e-6, qkNorm: true, moe: true},
 	"gpt-oss":  {neox: true, eps: 1e-5, biases: true, moe: true, oai: true, swaPattern: 2},
-	// gemma3 joins when the CPU backend applies its sliding windows.
 }
 
 // gemma3SWAPattern is llama.cpp's default sliding-window pattern for gemma3
@@ -374,9 +374,6 @@ func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, e
 		bases[i] = hp.RopeBase
 	}
 	spec := archs[hp.Arch]
-	if hp.Arch == "gemma3" {
-		spec.swaPattern, spec.swaBase10k = gemma3SWAPattern, true
-	}
 	if spec.swaPattern == 0 {
 		return windows, bases, nil
 	}
