@@ -9,7 +9,8 @@
 //	runtime/sample  the per-sequence sampler
 //	runtime/llama   the model: hyper-parameters, GGUF loading, generated models
 //	runtime/cpu     the CPU backend and its KV pool sizing
-//	runtime/quant   tensor formats and the CPU kernels
+//	runtime/quant   tensor formats: dequantization, encoders, F16, the Weight view
+//	runtime/kernels the CPU kernels: matmul, attention, worker pool, ISA choice, peaks
 //	runtime/gguf, tokenizer, chat   the file, the vocabulary, the chat templates
 //	runtime         Model (all of the above for one file) and Engine
 //

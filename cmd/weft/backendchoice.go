@@ -7,7 +7,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // pickBackend builds the backend that --backend choice (auto, cpu, cuda)
@@ -54,20 +54,20 @@ const batchInvariantWhy = "--batch-invariant"
 
 // errBatchInvariantCUDA refuses --batch-invariant with the CUDA backend
 // (how: the --backend that chose it): the setting covers the CPU kernels
-// (quant.SetBatchInvariant and the CPU backend's attention), not CUDA's.
+// (kernels.SetBatchInvariant and the CPU backend's attention), not CUDA's.
 func errBatchInvariantCUDA(how string) error {
 	return fmt.Errorf("--batch-invariant covers the CPU kernels only, not the CUDA backend's (%s); run it with --backend cpu", how)
 }
 
 // startBatchInvariant applies --batch-invariant at start-up, before the
 // model runs: every product of the CPU backend then picks its kernel as for
-// one token and attention runs per token (quant.SetBatchInvariant), so a
+// one token and attention runs per token (kernels.SetBatchInvariant), so a
 // sequence's logits are the same bits alone or in any batch. The returned
 // function restores the previous setting once nothing runs any more.
 func startBatchInvariant(on bool) (restore func()) {
 	if !on {
 		return func() {}
 	}
-	prev := quant.SetBatchInvariant(true)
-	return func() { quant.SetBatchInvariant(prev) }
+	prev := kernels.SetBatchInvariant(true)
+	return func() { kernels.SetBatchInvariant(prev) }
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // closeCounter is a CPU backend standing in for CUDA that counts its Close
@@ -51,7 +51,7 @@ func fakeCUDA(t *testing.T, gpu bool) *int {
 // run: --backend cuda at once, --backend auto once CUDA opens (and is
 // closed again).
 func TestGenerateBatchInvariant(t *testing.T) {
-	if quant.BatchInvariant() {
+	if kernels.BatchInvariant() {
 		t.Fatal("batch-invariant before the test")
 	}
 	tests := []struct {
@@ -78,7 +78,7 @@ func TestGenerateBatchInvariant(t *testing.T) {
 			var out bytes.Buffer
 			args := append([]string{"--prompt", "Hello", "--max-tokens", "3", "--format", "json"}, tc.flags...)
 			err := generateCmd(context.Background(), args, &out, io.Discard)
-			if quant.BatchInvariant() {
+			if kernels.BatchInvariant() {
 				t.Error("batch-invariant after weft generate returned")
 			}
 			if *closed != tc.wantClose {
@@ -121,7 +121,7 @@ func TestBenchEngineBatchInvariant(t *testing.T) {
 		if got.BatchInvariant != on || strings.HasSuffix(got.Backend, "; --batch-invariant") != on {
 			t.Errorf("--batch-invariant %v: JSON batch_invariant %v, backend %q", on, got.BatchInvariant, got.Backend)
 		}
-		if quant.BatchInvariant() {
+		if kernels.BatchInvariant() {
 			t.Error("batch-invariant after weft bench returned")
 		}
 	}
@@ -158,7 +158,7 @@ func TestServeBatchInvariant(t *testing.T) {
 	var atLoad bool
 	errLoad := errors.New("no model in this test")
 	load := func(serveConfig, *slog.Logger) (*runtime.Model, error) {
-		atLoad = quant.BatchInvariant()
+		atLoad = kernels.BatchInvariant()
 		return nil, errLoad
 	}
 	if err := loadAndServe(context.Background(), c, serveDeps{Log: slog.New(slog.DiscardHandler)}, lis, nil, load, nil); !errors.Is(err, errLoad) {
@@ -167,7 +167,7 @@ func TestServeBatchInvariant(t *testing.T) {
 	if !atLoad {
 		t.Error("--batch-invariant: the setting was off when the model loaded")
 	}
-	if quant.BatchInvariant() {
+	if kernels.BatchInvariant() {
 		t.Error("batch-invariant after loadAndServe returned")
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // runEngineBench is `weft bench --engine`: the forward pass alone, in
@@ -36,9 +36,9 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	reps := fs.Int("prompt-reps", 5, "prompt chunks measured (after one warm-up)")
 	bandwidth := fs.Float64("bandwidth-gbs", 0, "memory bandwidth (GB/s) for the stated decode bound (0: measure it on every compute thread, a streaming read well beyond the last-level cache and an in-cache read of half of it, and take the one the weights' size calls for)")
 	gflops := fs.Float64("gflops", 0, "float arithmetic peak (GFLOP/s) for the stated compute bound (0: measure it, vfmadd231ps chains in registers on every compute thread)")
-	int8Gops := fs.Float64("int8-gops", 0, "int8 peak (G multiply-adds x 2 per s) for the weights quant.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (0: measure it, vpdpbusd chains)")
+	int8Gops := fs.Float64("int8-gops", 0, "int8 peak (G multiply-adds x 2 per s) for the weights kernels.Int8Products names (Q8_0, Q4_K, Q6_K on AVX-512 VNNI CPUs), whose products run as int8 dot products (0: measure it, vpdpbusd chains)")
 	format := fs.String("format", "table", "table or json")
-	kernels := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
+	kernelSet := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	if err := fs.Parse(args); err != nil {
@@ -61,8 +61,8 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		return errBatchInvariantCUDA("--backend cuda")
 	}
 	defer startBatchInvariant(*invariant)()
-	if *kernels != "" {
-		if _, err := quant.UseISA(*kernels); err != nil {
+	if *kernelSet != "" {
+		if _, err := kernels.UseISA(*kernelSet); err != nil {
 			return fmt.Errorf("--kernels: %w", err)
 		}
 	}
@@ -71,11 +71,11 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	// pk holds the measured peaks; the bandwidth for the bound is chosen
 	// from them once the weights' size is known.
-	pk := quant.Peaks{LLCBytes: quant.LastLevelCache()}
+	pk := kernels.Peaks{LLCBytes: kernels.LastLevelCache()}
 	measuredBW := *bandwidth <= 0
 	if *bandwidth <= 0 || *gflops <= 0 || *int8Gops <= 0 {
 		// Measured before the model is loaded, with nothing else running.
-		pk = quant.MeasurePeaks()
+		pk = kernels.MeasurePeaks()
 		if *gflops <= 0 {
 			*gflops = pk.GFLOPS
 		}
@@ -104,7 +104,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	// matrix products (2 FLOP per weight; the embedding is a lookup).
 	// secsPerToken is the compute bound's time per token: each product's
 	// FLOPs at the peak of the instructions its kernel uses (int8 dot
-	// products where quant.Int8Products says so, float FMAs otherwise).
+	// products where kernels.Int8Products says so, float FMAs otherwise).
 	var weightBytes int64
 	// outSecs is the output matrix's share: a prompt chunk computes logits
 	// for its last token only, so its bound leaves the rest out.
@@ -114,7 +114,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 		f := 2 * float64(ti.NumElements())
 		flopsPerToken += f
 		s := f / (*gflops * 1e9)
-		if quant.Int8Products(ti.Type, int(ti.Dims[0])) && *int8Gops > 0 {
+		if kernels.Int8Products(ti.Type, int(ti.Dims[0])) && *int8Gops > 0 {
 			int8 = true
 			s = f / (*int8Gops * 1e9)
 		}
@@ -267,19 +267,19 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	if *format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes, "kernels": quant.ISA(), "threads": quant.Workers(),
+			"model": m.Name, "types": m.TypeSummary(), "weight_bytes": weightBytes, "kernels": kernels.ISA(), "threads": kernels.Workers(),
 			"backend":       backendName + "; " + backendWhy,
 			"bandwidth_gbs": *bandwidth, "bandwidth_why": bwWhy, "llc_bytes": pk.LLCBytes,
 			"stream_bandwidth_gbs": pk.BandwidthGBs, "cache_bandwidth_gbs": pk.CacheBandwidthGBs,
 			"gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
-			"batch_invariant": quant.BatchInvariant(),
+			"batch_invariant": kernels.BatchInvariant(),
 		})
 	}
 	fmt.Fprintf(stdout, "model %s (%s): %d weight bytes, %.3g FLOP/token; %s kernels, %d compute threads\n",
-		m.Name, m.TypeSummary(), weightBytes, flopsPerToken, quant.ISA(), quant.Workers())
+		m.Name, m.TypeSummary(), weightBytes, flopsPerToken, kernels.ISA(), kernels.Workers())
 	fmt.Fprintf(stdout, "backend: %s; %s\n", backendName, backendWhy)
 	if measuredBW {
-		stream, cache := quant.BandwidthSets(pk.LLCBytes)
+		stream, cache := kernels.BandwidthSets(pk.LLCBytes)
 		fmt.Fprintf(stdout, "bandwidth: %.1f GB/s streaming (%s read)", pk.BandwidthGBs, mib(stream))
 		if pk.CacheBandwidthGBs > 0 {
 			fmt.Fprintf(stdout, ", %.1f GB/s in cache (%s read, last-level cache %s)", pk.CacheBandwidthGBs, mib(cache), mib(pk.LLCBytes))

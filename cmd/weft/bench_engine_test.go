@@ -14,7 +14,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 func TestBenchEngineJSON(t *testing.T) {
@@ -57,7 +57,7 @@ func TestBenchEngineJSON(t *testing.T) {
 		t.Errorf("bounds %v and %v: want the 3-sequence bound 3x the 1-sequence one", b1, b3)
 	}
 	// The bound's bandwidth is the measured one the weights' size calls for.
-	wantBW, wantWhy := quant.Peaks{BandwidthGBs: got.Stream, CacheBandwidthGBs: got.Cache, LLCBytes: got.LLC}.DecodeBandwidth(got.WeightBytes)
+	wantBW, wantWhy := kernels.Peaks{BandwidthGBs: got.Stream, CacheBandwidthGBs: got.Cache, LLCBytes: got.LLC}.DecodeBandwidth(got.WeightBytes)
 	if got.Bandwidth != wantBW || got.BandwidthWhy != wantWhy || !(got.Stream > 0) {
 		t.Errorf("bandwidth %v (%q) from streaming %v, in-cache %v, LLC %d; want %v (%q)",
 			got.Bandwidth, got.BandwidthWhy, got.Stream, got.Cache, got.LLC, wantBW, wantWhy)

@@ -15,7 +15,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -248,7 +248,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 		io.WriteString(out, "\n")
 	}
 	res.Text = string(text)
-	res.BatchInvariant = quant.BatchInvariant()
+	res.BatchInvariant = kernels.BatchInvariant()
 	res.DecodeMS = float64(time.Since(decStart).Microseconds()) / 1000
 	if n := len(res.TokenIDs) - 1; n > 0 && res.DecodeMS > 0 {
 		res.DecodeTPS = float64(n) / (res.DecodeMS / 1000)

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself
@@ -95,7 +95,7 @@ func setComputeThreads(threads int) {
 	if threads <= 0 {
 		threads = goruntime.GOMAXPROCS(0)
 	}
-	if quant.SetWorkers(threads) {
+	if kernels.SetWorkers(threads) {
 		goruntime.GOMAXPROCS(threads + 1)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/weft-inference/weft/cuda"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 func init() {
@@ -28,13 +28,13 @@ func init() {
 // versionFacts are what the version report says beyond the build info
 // (separate so tests can fix them).
 type versionFacts struct {
-	Compiled []string // kernel sets built in (quant.CompiledISAs)
-	Detected string   // the set this CPU runs (quant.ISA)
+	Compiled []string // kernel sets built in (kernels.CompiledISAs)
+	Detected string   // the set this CPU runs (kernels.ISA)
 	CUDA     bool     // the binary has the CUDA backend
 }
 
 func versionEnv() versionFacts {
-	return versionFacts{Compiled: quant.CompiledISAs(), Detected: quant.ISA(), CUDA: cuda.Compiled}
+	return versionFacts{Compiled: kernels.CompiledISAs(), Detected: kernels.ISA(), CUDA: cuda.Compiled}
 }
 
 // writeVersion prints the module version, the VCS revision, time and

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -96,7 +96,7 @@ func TestSynthArch2Ablations(t *testing.T) {
 // TestWindowPaths runs gemma3-256 (sliding window 8 on five of six layers)
 // on a 70-token prompt fed whole, in chunks of 7 and one token at a time,
 // with each KV type and kernel set: the first two take the gathered
-// matrix-product attention (quant.SoftmaxCausal's window), the last the
+// matrix-product attention (kernels.SoftmaxCausal's window), the last the
 // in-place kernels (PagedKV.First), so the windowed paths must agree: the
 // last prompt token's logits within TestSynthArch2Golden's gemma3
 // tolerances (0.05 with an F32 cache, 0.1 with an F16 one, whose rounding
@@ -159,23 +159,23 @@ func TestWindowPaths(t *testing.T) {
 
 // TestBatchInvariantWindow is TestBatchInvariantLogits for gemma3-256 F32
 // (sliding windows, q/k and post norms, GELU, two rope bases): with
-// quant.SetBatchInvariant the target's logits are the same bits alone as
+// kernels.SetBatchInvariant the target's logits are the same bits alone as
 // in every batch of invConfigs, on each kernel set and KV type.
 func TestBatchInvariantWindow(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(true))
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
 	m := loadModel(t, "synth/arch2/models/synth-gemma3-256-F32.gguf")
 	for _, kv := range []string{"f32", "f16"} {
 		b, err := New(m, Config{KVType: kv, BlockSize: 16, NumBlocks: 128})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, isa := range quant.AvailableISAs() {
+		for _, isa := range kernels.AvailableISAs() {
 			t.Run(fmt.Sprintf("kv%s/%s", kv, isa), func(t *testing.T) {
-				prev, err := quant.UseISA(isa)
+				prev, err := kernels.UseISA(isa)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer quant.UseISA(prev)
+				defer kernels.UseISA(prev)
 				want := invAlone(t, b)
 				for _, cfg := range invConfigs {
 					if d := invFirstDiff(invBatched(t, b, cfg), want); d != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
 )
@@ -56,7 +57,7 @@ type scratch struct {
 
 type attnWorker struct {
 	k, v []float32 // one KV head's rows of the current sequence (gatherKV)
-	attn []float32 // quant.AttendF16/AttendF32 scratch
+	attn []float32 // kernels.AttendF16/AttendF32 scratch
 	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed.
 	qg, sc, og, vt []float32
 }
@@ -103,7 +104,7 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 	if b.attnScale == 0 {
 		b.attnScale = float32(1 / math.Sqrt(float64(hp.HeadDim)))
 	}
-	b.attnW = make([]attnWorker, max(cfg.Threads, quant.Workers()))
+	b.attnW = make([]attnWorker, max(cfg.Threads, kernels.Workers()))
 	return b, nil
 }
 
@@ -245,7 +246,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.AttnNorm, hp.NormEps)
 			}
 		})
-		if err := matMuls(total, xn, s, quant.Product{Y: q, W: l.Wq}, quant.Product{Y: k, W: l.Wk}, quant.Product{Y: v, W: l.Wv}); err != nil {
+		if err := matMuls(total, xn, s, kernels.Product{Y: q, W: l.Wq}, kernels.Product{Y: k, W: l.Wk}, kernels.Product{Y: v, W: l.Wv}); err != nil {
 			return layerError(li, "QKV", err)
 		}
 		perTokens(total, b.qDim+b.kvDim, func(t0, t1 int) {
@@ -304,7 +305,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			continue
 		}
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
-		if err := matMuls(total, xn, s, quant.Product{Y: gate, W: l.WGate}, quant.Product{Y: up, W: l.WUp}); err != nil {
+		if err := matMuls(total, xn, s, kernels.Product{Y: gate, W: l.WGate}, kernels.Product{Y: up, W: l.WUp}); err != nil {
 			return layerError(li, "FFN gate and up", err)
 		}
 		perTokens(total, hp.FFN, func(t0, t1 int) {
@@ -358,18 +359,18 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 }
 
 // perTokens calls fn on ranges [t0, t1) covering the step's total tokens:
-// on the caller alone for a few tokens, else split over quant's worker
+// on the caller alone for a few tokens, else split over the kernels' worker
 // pool, so that the per-token work between matrix products (norms, RoPE,
 // SiLU, residual adds) does not leave all but one thread idle. width is
 // the floats each token touches, to size the split.
 func perTokens(total, width int, fn func(t0, t1 int)) {
-	parts := min(2*quant.Workers(), total*width/perTokensMin)
+	parts := min(2*kernels.Workers(), total*width/perTokensMin)
 	if parts < 2 {
 		fn(0, total)
 		return
 	}
 	parts = min(parts, total)
-	_ = quant.Parallel(parts, func(_, i int) error { // fn cannot fail
+	_ = kernels.Parallel(parts, func(_, i int) error { // fn cannot fail
 		fn(i*total/parts, (i+1)*total/parts)
 		return nil
 	})
@@ -444,8 +445,8 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	var k16, v16 []uint16
 	if b.f16 { // convert all rows at once (F16C), then scatter
 		k16, v16 = b.s.h16[:len(k)], b.s.h16[len(k):2*len(k)]
-		quant.F32ToF16s(k16, k)
-		quant.F32ToF16s(v16, v)
+		kernels.F32ToF16s(k16, k)
+		kernels.F32ToF16s(v16, v)
 	}
 	t := 0
 	for _, sq := range seqs {
@@ -473,7 +474,7 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // not read). Work items are
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
-// Items are spread over quant's worker pool. It returns the first kernel
+// Items are spread over the kernels' worker pool. It returns the first kernel
 // failure (the long chunks' matrix products can fail).
 func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) error {
 	hp := &b.m.HP
@@ -504,7 +505,7 @@ func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []fl
 		}
 		return nil
 	}
-	return quant.Parallel(nItems, func(worker, it int) error {
+	return kernels.Parallel(nItems, func(worker, it int) error {
 		si, g := it/hp.KVHeads, it%hp.KVHeads
 		return b.attendGroup(&b.attnW[worker], layer, window, &seqs[si], starts[si], g, q, out)
 	})
@@ -518,34 +519,34 @@ const attnParallelMin = 64 << 10
 // heads g*r .. g*r+r-1 (r = Heads/KVHeads) of every token of the chunk.
 // Like ggml with an F16 cache, the query and the softmax weights are
 // rounded to F16 before their products with K and V. Short chunks read the
-// cache in place (quant.AttendF16/AttendF32, one call per token for the
+// cache in place (kernels.AttendF16/AttendF32, one call per token for the
 // whole group); long ones gather the head's rows and take
 // attendGroupMatMul, whose failure it returns, unless the products are
-// batch-invariant (quant.BatchInvariant): then every token reads the cache
+// batch-invariant (kernels.BatchInvariant): then every token reads the cache
 // in place, so its result does not depend on how its prompt was chunked.
 func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
-	if len(sq.Tokens)*group >= attnMatMulMin && !quant.BatchInvariant() {
+	if len(sq.Tokens)*group >= attnMatMulMin && !kernels.BatchInvariant() {
 		k0 := firstVisible(sq.Pos, window)
 		kk, vv := b.gatherKV(w, layer, sq, g, k0, n)
 		return b.attendGroupMatMul(w, layer, sq, tok0, g, k0, n, window, kk, vv, q, out)
 	}
 	sinks := b.groupSinks(layer, g)
 	off := b.kvOff(0, g, 0)
-	kv := quant.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
+	kv := kernels.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
-	w.attn = grow(w.attn, quant.AttendScratch(group, n-firstVisible(sq.Pos, window), hd))
+	w.attn = grow(w.attn, kernels.AttendScratch(group, n-firstVisible(sq.Pos, window), hd))
 	for j := range sq.Tokens {
 		t := tok0 + j
 		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			quant.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
+			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		} else {
-			quant.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
+			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
 	return nil
@@ -588,8 +589,8 @@ func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n
 		off := b.kvOff(sq.Blocks[p0/bs], g, slot)
 		d := (p0 - k0) * hd
 		if b.f16 {
-			quant.F16ToF32s(kk[d:d+cnt], b.k16[layer][off:off+cnt])
-			quant.F16ToF32s(vv[d:d+cnt], b.v16[layer][off:off+cnt])
+			kernels.F16ToF32s(kk[d:d+cnt], b.k16[layer][off:off+cnt])
+			kernels.F16ToF32s(vv[d:d+cnt], b.v16[layer][off:off+cnt])
 		} else {
 			copy(kk[d:d+cnt], b.k32[layer][off:off+cnt])
 			copy(vv[d:d+cnt], b.v32[layer][off:off+cnt])
@@ -605,7 +606,7 @@ const attnMatMulMin = 16
 
 // attendGroupMatMul is attendGroup for long chunks: the scores of all the
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
-// (quant.MatMul on the gathered F32 rows), with the causal (and sliding
+// (kernels.MatMul on the gathered F32 rows), with the causal (and sliding
 // window) mask applied between them. kk and vv hold the gathered K and V
 // rows of positions k0..n-1: those the chunk's first token sees and after.
 func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
@@ -626,7 +627,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 		src := q[(tok0+j)*b.qDim+h*hd : (tok0+j)*b.qDim+(h+1)*hd]
 		dst := qg[r*hd : (r+1)*hd]
 		if b.f16 {
-			quant.RoundF16s(dst, src)
+			kernels.RoundF16s(dst, src)
 		} else {
 			copy(dst, src)
 		}
@@ -636,11 +637,11 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 			vt[i*n+pp] = vv[pp*hd+i]
 		}
 	}
-	if err := quant.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
+	if err := kernels.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
 		return err
 	}
-	quant.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
-	if err := quant.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
+	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
+	if err := kernels.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}
 	for r := range rows {

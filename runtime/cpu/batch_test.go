@@ -161,7 +161,7 @@ func TestForwardSteadyStateAllocs(t *testing.T) {
 		}
 	})
 	// A few small allocations per layer (goroutine closures here, scratch
-	// in quant's pure-Go kernels); a per-token or per-row allocation would
+	// in the pure-Go kernels of runtime/kernels); a per-token or per-row allocation would
 	// show as hundreds.
 	if limit := float64(16 * m.HP.Layers); allocs > limit {
 		t.Errorf("%.0f allocations per decode step, want at most %.0f", allocs, limit)

@@ -3,8 +3,8 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // Config configures the CPU backend.
@@ -18,9 +18,9 @@ type Config struct {
 	NumBlocks int
 	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
 	KVType string
-	// Threads is the thread count Name reports (default quant.Workers()).
-	// Attention and the matmuls share quant's worker pool, which has
-	// quant.SetWorkers' count of goroutines, or GOMAXPROCS at first use
+	// Threads is the thread count Name reports (default kernels.Workers()).
+	// Attention and the matmuls share the kernels' worker pool, which has
+	// kernels.SetWorkers' count of goroutines, or GOMAXPROCS at first use
 	// (cmd/weft runs GOMAXPROCS one above it, so report the pool).
 	Threads int
 }
@@ -46,7 +46,7 @@ func (c *Config) validate(hp llama.HParams) error {
 		return fmt.Errorf("cpu: NumBlocks %d out of range", c.NumBlocks)
 	}
 	if c.Threads == 0 {
-		c.Threads = quant.Workers()
+		c.Threads = kernels.Workers()
 	}
 	if c.Threads < 1 {
 		return fmt.Errorf("cpu: Threads %d < 1", c.Threads)

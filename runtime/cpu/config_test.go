@@ -3,8 +3,8 @@ package cpu
 import (
 	"testing"
 
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -14,7 +14,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("zero Config: %v", err)
 	}
 	// Four contexts of 100 positions in blocks of 16: ceil(400/16) = 25.
-	want := Config{BlockSize: DefaultBlockSize, NumBlocks: 25, KVType: "f16", Threads: quant.Workers()}
+	want := Config{BlockSize: DefaultBlockSize, NumBlocks: 25, KVType: "f16", Threads: kernels.Workers()}
 	if c != want {
 		t.Errorf("defaults = %+v, want %+v", c, want)
 	}

@@ -8,15 +8,15 @@
 // BlockSize positions, per layer, K and V, in F16 (default, like llama.cpp)
 // or F32. Forward runs ONE pass for a ragged batch: all tokens of all
 // sequences (prompt chunks and single decode tokens) form one activation
-// matrix, so each weight matrix is read once per step (quant.MatMul with
+// matrix, so each weight matrix is read once per step (kernels.MatMul with
 // n = total tokens); the Q, K and V products of one input, and gate and up,
-// each run as one quant.MatMuls job (one pool handoff). Attention is per
+// each run as one kernels.MatMuls job (one pool handoff). Attention is per
 // sequence, through its block table, parallel over (sequence, KV head);
-// short chunks read the cache in place (quant.AttendF16/AttendF32), long
+// short chunks read the cache in place (kernels.AttendF16/AttendF32), long
 // ones gather the head's rows and run two matrix products per KV head. A
 // sliding layer (llama.Layer.Window) attends from the first visible
 // position in both paths (PagedKV.First; the gathered rows start there and
-// quant.SoftmaxCausal masks per row), so hidden keys are never read.
+// kernels.SoftmaxCausal masks per row), so hidden keys are never read.
 //
 // The forward pass follows the Model's fields, never its architecture's
 // name: optional q/k head norms before RoPE, one RoPE table per distinct
@@ -25,7 +25,7 @@
 // geluMul copies it) and logit softcapping.
 // Logits are computed only for the last token of sequences whose logits
 // slot is non-nil (SeqStep.Logits). The backend never samples: that is
-// runtime.Engine's job. A kernel that fails (quant.ErrKernel: its scratch
+// runtime.Engine's job. A kernel that fails (kernels.ErrKernel: its scratch
 // could not be allocated) makes Forward return the error, wrapped with the
 // layer and product: every product covers all the step's sequences, so the
 // step fails as a whole, and the scheduler fails its sequences while the
@@ -36,7 +36,7 @@
 // (theta_i = pos·base^(-2i/d)), softmax with a float64 sum, F16 rounding of
 // the K/V written to an F16 cache and of the query and softmax weights that
 // meet them, and of the activations entering F16 matmuls (rounded once per
-// input, quant.RoundF16s). The exponentials of SiLU and softmax use quant's
+// input, kernels.RoundF16s). The exponentials of SiLU and softmax use the kernels'
 // vector exponential (within 2e-7 relative), as ggml uses its own vector
 // approximation.
 //
@@ -55,7 +55,7 @@
 // mapping is closed) and owns its KV pool and per-step scratch (allocated
 // once, grown to the largest batch seen). Forward must not be called
 // concurrently: the scheduler's step loop owns the backend. Attention and
-// matrix products share quant's worker pool.
+// matrix products share the kernels' worker pool.
 //
 // # Example
 //

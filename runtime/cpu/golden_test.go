@@ -11,8 +11,8 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -105,7 +105,7 @@ func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]
 }
 
 // forEachKernelSet runs f once per kernel set this CPU runs
-// (quant.AvailableISAs), as a subtest named by the set with that set in
+// (kernels.AvailableISAs), as a subtest named by the set with that set in
 // use, and restores the set in use before. The golden tests run their whole
 // case lists with every set: the vector sets (avx2, avx512, avx512vnni)
 // add little time; "go" (what a CGO_ENABLED=0 build runs) takes most of
@@ -114,14 +114,14 @@ func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]
 // -run 'Golden/avx2'.
 func forEachKernelSet(t *testing.T, f func(t *testing.T, isa string)) {
 	t.Helper()
-	for _, isa := range quant.AvailableISAs() {
+	for _, isa := range kernels.AvailableISAs() {
 		t.Run(isa, func(t *testing.T) {
-			prev, err := quant.UseISA(isa)
+			prev, err := kernels.UseISA(isa)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if _, err := quant.UseISA(prev); err != nil {
+				if _, err := kernels.UseISA(prev); err != nil {
 					t.Fatal(err)
 				}
 			}()
@@ -200,7 +200,7 @@ func checkGoldenExact(t *testing.T, model, golden, kv string, tol float64) {
 }
 
 // TestStories260KQuantGolden compares the Q8_0 and Q4_0 models, run with
-// quant.MatMul as it is, with llama.cpp. llama.cpp quantizes the
+// kernels.MatMul as it is, with llama.cpp. llama.cpp quantizes the
 // activations to Q8_0 before these matmuls; an engine that does not copy
 // that rounding exactly differs by a few tenths: first-step logits must be
 // within tol = 0.3 (max abs), and greedy tokens must match llama.cpp until

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // invTarget is the sequence whose logits the batch-invariance tests follow:
@@ -198,7 +198,7 @@ var invTypes = []string{"F32", "F16", "Q8_0", "Q4_K_M", "Q6_K", "Q4_0"}
 // path depends on the batch), runs F16 with both KV types and the configs
 // of up to 12 others.
 func invCut(isa string, ti, kvi int) (skip bool, cfgs []invConfig) {
-	isas := quant.AvailableISAs()
+	isas := kernels.AvailableISAs()
 	if isa == isas[len(isas)-1] {
 		return false, invConfigs
 	}
@@ -216,14 +216,14 @@ func invCut(isa string, ti, kvi int) (skip bool, cfgs []invConfig) {
 	return false, invConfigs
 }
 
-// TestBatchInvariantLogits: with quant.SetBatchInvariant, the target's
+// TestBatchInvariantLogits: with kernels.SetBatchInvariant, the target's
 // logits are the same bits alone as inside every batch of invConfigs (other
 // sequences with other prompt lengths, its prompt chunked, at any place in
 // the batch), for every synth-256 type of invTypes, each kernel set this
 // CPU runs and both KV types (invCut names what the slow kernel sets
 // leave out). The whole matrix takes about 16 s on two Zen 4 cores.
 func TestBatchInvariantLogits(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(true))
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
 	for ti, typ := range invTypes {
 		m := loadModel(t, "synth/models/synth-256-"+typ+".gguf")
 		for kvi, kv := range []string{"f32", "f16"} {
@@ -231,17 +231,17 @@ func TestBatchInvariantLogits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, isa := range quant.AvailableISAs() {
+			for _, isa := range kernels.AvailableISAs() {
 				skip, cfgs := invCut(isa, ti, kvi)
 				if skip {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/kv%s/%s", typ, kv, isa), func(t *testing.T) {
-					prev, err := quant.UseISA(isa)
+					prev, err := kernels.UseISA(isa)
 					if err != nil {
 						t.Fatal(err)
 					}
-					defer quant.UseISA(prev)
+					defer kernels.UseISA(prev)
 					want := invAlone(t, b)
 					for _, cfg := range cfgs {
 						if d := invFirstDiff(invBatched(t, b, cfg), want); d != "" {
@@ -259,7 +259,7 @@ func TestBatchInvariantLogits(t *testing.T) {
 // attention products of long chunks sum in another order), so
 // TestBatchInvariantLogits compares runs that can differ.
 func TestBatchVariantLogitsDiffer(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(false))
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(false))
 	for _, typ := range []string{"F32", "F16", "Q8_0"} {
 		t.Run(typ, func(t *testing.T) {
 			m := loadModel(t, "synth/models/synth-256-"+typ+".gguf")
@@ -275,9 +275,9 @@ func TestBatchVariantLogitsDiffer(t *testing.T) {
 				}
 			}
 			if differ == 0 {
-				t.Errorf("kernel set %s: every batch of invConfigs gave the target its bits alone without SetBatchInvariant; TestBatchInvariantLogits would prove nothing", quant.ISA())
+				t.Errorf("kernel set %s: every batch of invConfigs gave the target its bits alone without SetBatchInvariant; TestBatchInvariantLogits would prove nothing", kernels.ISA())
 			}
-			t.Logf("kernel set %s: %d of %d batches differ from the target alone", quant.ISA(), differ, len(invConfigs))
+			t.Logf("kernel set %s: %d of %d batches differ from the target alone", kernels.ISA(), differ, len(invConfigs))
 		})
 	}
 }

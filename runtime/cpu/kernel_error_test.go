@@ -8,11 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // TestForwardReturnsKernelFailure fails one matrix product of a step the
-// way a C kernel does (quant.ErrKernelMemory) and checks that Forward
+// way a C kernel does (kernels.ErrKernelMemory) and checks that Forward
 // returns it, wrapped with the layer, instead of panicking; and that the
 // backend then serves the same sequences as if nothing had happened.
 func TestForwardReturnsKernelFailure(t *testing.T) {
@@ -43,14 +44,14 @@ func TestForwardReturnsKernelFailure(t *testing.T) {
 			}
 			matMulHook = func(_ []float32, w quant.Weight, _ []float32, _ int) (bool, error) {
 				if &w.Data[0] == &wfail.Data[0] {
-					return false, quant.ErrKernelMemory
+					return false, kernels.ErrKernelMemory
 				}
 				return false, nil
 			}
 			_, err := step()
 			matMulHook = nil
-			if !errors.Is(err, quant.ErrKernelMemory) || !errors.Is(err, quant.ErrKernel) {
-				t.Fatalf("Forward = %v, want an error wrapping quant.ErrKernelMemory", err)
+			if !errors.Is(err, kernels.ErrKernelMemory) || !errors.Is(err, kernels.ErrKernel) {
+				t.Fatalf("Forward = %v, want an error wrapping kernels.ErrKernelMemory", err)
 			}
 			got, err := step()
 			if err != nil {

@@ -3,8 +3,8 @@ package cpu
 import (
 	"math"
 
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // moeScratch is the mixture-of-experts FFN's per-step memory, grown to the
@@ -32,12 +32,12 @@ type moeScratch struct {
 // Routing (route) runs per token. The experts then run grouped: every row
 // routed to expert e in the step, whatever its sequence and whether it is
 // a prompt chunk or a decode token, is gathered, and e's gate/up/down
-// products run once over those rows (quant.MatMul picks the kernel by
+// products run once over those rows (kernels.MatMul picks the kernel by
 // their count), and each result is scattered back to its (token, slot),
 // weighted. The slots of a token are summed in slot order, as llama.cpp
 // adds its expert views. A token's result does not depend on the others
 // beyond what the products' kernel choice does: with
-// quant.BatchInvariant every product treats its rows independently, so
+// kernels.BatchInvariant every product treats its rows independently, so
 // the result is the same bits however the tokens are grouped.
 func (b *Backend) moeFFN(li int, l *llama.Layer, total int, xn, out []float32) error {
 	mp := b.m.HP.MoE
@@ -86,7 +86,7 @@ func (b *Backend) moeFFN(li int, l *llama.Layer, total int, xn, out []float32) e
 			t := int(ent) / K
 			copy(xg[i*D:(i+1)*D], xn[t*D:(t+1)*D])
 		}
-		if err := matMuls(r, xg, s, quant.Product{Y: gate, W: ml.Gate[e]}, quant.Product{Y: up, W: ml.Up[e]}); err != nil {
+		if err := matMuls(r, xg, s, kernels.Product{Y: gate, W: ml.Gate[e]}, kernels.Product{Y: up, W: ml.Up[e]}); err != nil {
 			return layerError(li, "MoE expert gate and up", err)
 		}
 		if ml.UpBias != nil {

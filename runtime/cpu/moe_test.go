@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
 )
@@ -133,16 +134,16 @@ func moeInput(total, D int, seed uint64) []float32 {
 }
 
 // moeTol bounds the relative L2 difference between the grouped FFN and
-// the per-token loop without quant.SetBatchInvariant: summation order for
+// the per-token loop without kernels.SetBatchInvariant: summation order for
 // F32; for F16 that order also moves the F16 rounding of the down
 // product's inputs; Q8_0 rows take integer products on int8-rounded
-// activations for few tokens and float ones for many (quant's doc,
+// activations for few tokens and float ones for many (runtime/kernels' doc,
 // "Activation rounding"), which differ by up to about 1/254 of the
 // activations' scale per term.
 var moeTol = map[gguf.Type]float64{gguf.TypeF32: 1e-5, gguf.TypeF16: 1e-4, gguf.TypeQ8_0: 3e-2}
 
 // TestMoEFFNMatchesPerTokenLoop: the expert-grouped FFN equals the plain
-// per-token loop, bit for bit with quant.SetBatchInvariant (every product
+// per-token loop, bit for bit with kernels.SetBatchInvariant (every product
 // then treats its rows alike, so grouping cannot show), and within the
 // kernels' summation-order differences without it (the grouped products
 // run the many-token kernels), for steps of 1 to 200 tokens (an expert
@@ -159,17 +160,17 @@ func TestMoEFFNMatchesPerTokenLoop(t *testing.T) {
 					t.Run(fmt.Sprintf("%s/oai=%v/%d", typ, oai, total), func(t *testing.T) {
 						xn := moeInput(total, D, uint64(total))
 						want := moeRef(t, m, total, xn)
-						prev := quant.SetBatchInvariant(true)
+						prev := kernels.SetBatchInvariant(true)
 						got := runMoE(t, m, total, xn)
-						quant.SetBatchInvariant(prev)
+						kernels.SetBatchInvariant(prev)
 						for i := range want {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("batch-invariant: out[%d] (token %d) = %v, per-token loop %v", i, i/D, got[i], want[i])
 							}
 						}
-						prev = quant.SetBatchInvariant(false)
+						prev = kernels.SetBatchInvariant(false)
 						got = runMoE(t, m, total, xn)
-						quant.SetBatchInvariant(prev)
+						kernels.SetBatchInvariant(prev)
 						if e := relL2(got, want); e > moeTol[typ] {
 							t.Errorf("relative L2 difference %.3g from the per-token loop > %g", e, moeTol[typ])
 						}
@@ -180,11 +181,11 @@ func TestMoEFFNMatchesPerTokenLoop(t *testing.T) {
 	})
 }
 
-// TestMoEFFNGroupingInvariant: with quant.SetBatchInvariant, a token's
+// TestMoEFFNGroupingInvariant: with kernels.SetBatchInvariant, a token's
 // output is the same bits alone and inside a step whose other tokens are
 // routed to other experts (or the same ones), in any position.
 func TestMoEFFNGroupingInvariant(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(true))
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
 	const D, F, E, K = 256, 128, 8, 2
 	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
 		t.Run(typ.String(), func(t *testing.T) {

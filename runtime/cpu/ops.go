@@ -7,22 +7,23 @@ import (
 	"sync"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // matMul computes y[t*w.Rows+r] = Σ_k W[r][k]·x[t*w.Cols+k] for t < n,
-// reading the weights once for all n tokens (quant.MatMul). For F16 weights
+// reading the weights once for all n tokens (kernels.MatMul). For F16 weights
 // the activations are first rounded to F16, as ggml does (its F16 dot
 // product takes both operands in F16); sc provides the scratch. It returns
 // the kernel's failure.
 func matMul(y []float32, w quant.Weight, x []float32, n int, sc *scratch) error {
-	return matMuls(n, x, sc, quant.Product{Y: y, W: w})
+	return matMuls(n, x, sc, kernels.Product{Y: y, W: w})
 }
 
 // matMuls computes several products of the same input x (their X is set
-// here) as one parallel job (quant.MatMuls). When any weight is F16, x is
+// here) as one parallel job (kernels.MatMuls). When any weight is F16, x is
 // rounded to F16 once, into sc.xr, and that copy feeds the F16 products.
-func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) error {
+func matMuls(n int, x []float32, sc *scratch, ps ...kernels.Product) error {
 	x = x[:n*ps[0].W.Cols]
 	var xr []float32
 	for i := range ps {
@@ -30,7 +31,7 @@ func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) error {
 		if ps[i].W.Type == gguf.TypeF16 {
 			if xr == nil {
 				xr = sc.xr[:len(x)]
-				quant.RoundF16s(xr, x)
+				kernels.RoundF16s(xr, x)
 			}
 			ps[i].X = xr
 		}
@@ -39,7 +40,7 @@ func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) error {
 		for _, p := range ps {
 			handled, err := matMulHook(p.Y, p.W, p.X, n)
 			if err == nil && !handled {
-				err = quant.MatMul(p.Y, p.W, p.X, n)
+				err = kernels.MatMul(p.Y, p.W, p.X, n)
 			}
 			if err != nil {
 				return err
@@ -47,7 +48,7 @@ func matMuls(n int, x []float32, sc *scratch, ps ...quant.Product) error {
 		}
 		return nil
 	}
-	return quant.MatMuls(n, ps...)
+	return kernels.MatMuls(n, ps...)
 }
 
 // matMulHook, when set (tests), may take over a product (handled) or fail
@@ -103,9 +104,9 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
-// siluMul sets gate[i] = silu(gate[i]) * up[i] (quant.SiLUMul: a vector
+// siluMul sets gate[i] = silu(gate[i]) * up[i] (kernels.SiLUMul: a vector
 // exponential within a few ulps, as ggml's own is).
-func siluMul(gate, up []float32) { quant.SiLUMul(gate, up) }
+func siluMul(gate, up []float32) { kernels.SiLUMul(gate, up) }
 
 // add sets dst[i] += src[i].
 func add(dst, src []float32) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 )
 
 // TestPerTokensCovers checks that perTokens hands out every token exactly
@@ -36,7 +36,7 @@ func TestPerTokensCovers(t *testing.T) {
 					t.Fatalf("total %d width %d: token %d handed out %d times", total, width, i, n)
 				}
 			}
-			if big := total >= 2 && total*width >= 2*perTokensMin; big && quant.Workers() >= 2 && calls < 2 {
+			if big := total >= 2 && total*width >= 2*perTokensMin; big && kernels.Workers() >= 2 && calls < 2 {
 				t.Errorf("total %d width %d: %d call(s), want the step split over the pool", total, width, calls)
 			}
 		}

@@ -70,7 +70,7 @@ func ggmlQ8MatMul(y []float32, w quant.Weight, x []float32, n int) {
 // the scalar reference of llama.cpp's scheme (ggmlQ8MatMul): everything
 // else in the forward pass is then llama.cpp-exact, so the quantized models
 // must give llama.cpp's greedy tokens for all 64 steps and first-step
-// logits within 1e-4 relative L2. (It also shows what quant.MatMul would
+// logits within 1e-4 relative L2. (It also shows what kernels.MatMul would
 // have to do to match llama.cpp exactly.)
 func TestStories260KQuantExactActivations(t *testing.T) {
 	matMulHook = func(y []float32, w quant.Weight, x []float32, n int) (bool, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/quant"
+	"github.com/weft-inference/weft/runtime/kernels"
 
 	"github.com/weft-inference/weft/runtime/llama"
 )
@@ -198,7 +198,7 @@ func TestSynthMoEAblations(t *testing.T) {
 	}
 }
 
-// TestMoEBatchInvariantLogits: with quant.SetBatchInvariant, a sequence's
+// TestMoEBatchInvariantLogits: with kernels.SetBatchInvariant, a sequence's
 // logits through the MoE models are the same bits alone as inside every
 // batch of invConfigs, whose other sequences' tokens share the step's
 // expert products with it (every expert's rows of the whole step form one
@@ -208,8 +208,8 @@ func TestSynthMoEAblations(t *testing.T) {
 // qwen3moe-Q8_0 (the int8 and float kernels); the best set for the other
 // files; both KV types.
 func TestMoEBatchInvariantLogits(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(true))
-	isas := quant.AvailableISAs()
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
+	isas := kernels.AvailableISAs()
 	for _, name := range []string{"qwen3moe-256-Q8_0", "qwen3moe-256-F32", "qwen3moe-256-F16", "qwen3moe-256-Q4_K_M", "gptoss-256-F32", "gptoss-256-Q8_0"} {
 		m := loadModel(t, "synth/arch2/models/synth-"+name+".gguf")
 		for _, kv := range []string{"f32", "f16"} {
@@ -223,11 +223,11 @@ func TestMoEBatchInvariantLogits(t *testing.T) {
 			}
 			for _, isa := range sets {
 				t.Run(fmt.Sprintf("%s/kv%s/%s", name, kv, isa), func(t *testing.T) {
-					prev, err := quant.UseISA(isa)
+					prev, err := kernels.UseISA(isa)
 					if err != nil {
 						t.Fatal(err)
 					}
-					defer quant.UseISA(prev)
+					defer kernels.UseISA(prev)
 					moeRoutingDiffers(t, b)
 					want := invAlone(t, b)
 					for _, cfg := range invConfigs {
@@ -276,7 +276,7 @@ func moeRoutingDiffers(t *testing.T, b *Backend) {
 // take other kernels as their row counts change), so
 // TestMoEBatchInvariantLogits compares runs that can differ.
 func TestMoEBatchVariantLogitsDiffer(t *testing.T) {
-	defer quant.SetBatchInvariant(quant.SetBatchInvariant(false))
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(false))
 	for _, name := range []string{"qwen3moe-256-F32", "qwen3moe-256-Q8_0"} {
 		t.Run(name, func(t *testing.T) {
 			m := loadModel(t, "synth/arch2/models/synth-"+name+".gguf")
@@ -292,7 +292,7 @@ func TestMoEBatchVariantLogitsDiffer(t *testing.T) {
 				}
 			}
 			if differ == 0 {
-				t.Errorf("kernel set %s: every batch gave the target its bits alone without SetBatchInvariant; TestMoEBatchInvariantLogits would prove nothing", quant.ISA())
+				t.Errorf("kernel set %s: every batch gave the target its bits alone without SetBatchInvariant; TestMoEBatchInvariantLogits would prove nothing", kernels.ISA())
 			}
 		})
 	}

@@ -1,0 +1,53 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// BenchmarkAttend times one decode query (head dim 64, blocks of 16, F16
+// cache) against n cached positions: "paged" is AttendF16 reading the cache
+// in place; "gather" is the path it replaced (convert the head's K and V
+// rows to F32, then MatMul, softmax, MulVecT), for comparison.
+func BenchmarkAttend(b *testing.B) {
+	for _, nq := range []int{1, 4} {
+		for _, n := range []int{64, 512} {
+			const hd, bs = 64, 16
+			c := newAttnCase(rand.New(rand.NewPCG(5, 6)), hd, nq, n, bs, 1)
+			scale := float32(1 / math.Sqrt(hd))
+			out := make([]float32, nq*hd)
+			b.Run(fmt.Sprintf("paged/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				scratch := make([]float32, AttendScratch(nq, n, hd))
+				for b.Loop() {
+					AttendF16(out, c.q, c.k16, c.v16, c.kv, n, scale, nil, scratch)
+				}
+			})
+			b.Run(fmt.Sprintf("gather/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				kk, vv := make([]float32, n*hd), make([]float32, n*hd)
+				q16, sc := make([]float32, hd), make([]float32, n)
+				for b.Loop() {
+					for p0 := 0; p0 < n; p0 += bs {
+						cnt := min(bs, n-p0) * hd
+						off := int(c.kv.Blocks[p0/bs])*c.kv.Stride + c.kv.Off
+						F16ToF32s(kk[p0*hd:p0*hd+cnt], c.k16[off:off+cnt])
+						F16ToF32s(vv[p0*hd:p0*hd+cnt], c.v16[off:off+cnt])
+					}
+					for j := range nq {
+						RoundF16s(q16, c.q[j*hd:(j+1)*hd])
+						w := quant.Weight{Type: gguf.TypeF32, Rows: n, Cols: hd,
+							Data: unsafe.Slice((*byte)(unsafe.Pointer(&kk[0])), 4*len(kk))}
+						MatMul(sc, w, q16, 1)
+						SoftmaxScaled(sc, scale, true)
+						MulVecT(out[j*hd:(j+1)*hd], vv, sc, n, hd)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,334 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// attnCase is a paged cache holding one sequence's rows of KV head 1 of 2,
+// its blocks scattered over the pool in random order.
+type attnCase struct {
+	kv       PagedKV
+	k32, v32 []float32
+	k16, v16 []uint16
+	q        []float32
+}
+
+func newAttnCase(rng *rand.Rand, hd, nq, n, bs int, qScale float64) attnCase {
+	const kvHeads, g = 2, 1
+	nb := (n + bs - 1) / bs
+	pool := nb + 3
+	perm := rng.Perm(pool)
+	c := attnCase{kv: PagedKV{BlockSize: bs, HeadDim: hd, Stride: kvHeads * bs * hd, Off: g * bs * hd}}
+	for _, b := range perm[:nb] {
+		c.kv.Blocks = append(c.kv.Blocks, int32(b))
+	}
+	size := pool * kvHeads * bs * hd
+	c.k16, c.v16 = make([]uint16, size), make([]uint16, size)
+	c.k32, c.v32 = make([]float32, size), make([]float32, size)
+	for i := range size {
+		c.k16[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+		c.v16[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+		c.k32[i] = float32(rng.NormFloat64())
+		c.v32[i] = float32(rng.NormFloat64())
+	}
+	for range nq * hd {
+		c.q = append(c.q, float32(rng.NormFloat64()*qScale))
+	}
+	return c
+}
+
+// attendRef computes the attention outputs (positions c.kv.First..n-1) in
+// float64 and, per output
+// element, the error the float32 kernels may make: 1e-5 of sum |w·v|, plus,
+// for an F16 cache, the full step of any weight within 1e-5 (relative) of
+// an F16 rounding boundary (float32 arithmetic may round it either way).
+// sinks (nil or one per query vector) join each softmax without a value.
+func attendRef(c attnCase, f16 bool, n int, scale float64, sinks []float32) (want, tol []float64) {
+	hd, bs := c.kv.HeadDim, c.kv.BlockSize
+	nq := len(c.q) / hd
+	row := func(x []float32, h []uint16, p int) []float64 {
+		off := int(c.kv.Blocks[p/bs])*c.kv.Stride + c.kv.Off + (p%bs)*hd
+		r := make([]float64, hd)
+		for i := range r {
+			if f16 {
+				r[i] = float64(quant.F16ToF32(h[off+i]))
+			} else {
+				r[i] = float64(x[off+i])
+			}
+		}
+		return r
+	}
+	round := func(x float64) float64 { return float64(quant.F16ToF32(quant.F32ToF16(float32(x)))) }
+	want, tol = make([]float64, nq*hd), make([]float64, nq*hd)
+	for j := range nq {
+		q := make([]float64, hd)
+		for i := range q {
+			q[i] = float64(c.q[j*hd+i])
+			if f16 {
+				q[i] = round(q[i])
+			}
+		}
+		s := make([]float64, n)
+		mx := math.Inf(-1)
+		for p := c.kv.First; p < n; p++ {
+			for i, kv := range row(c.k32, c.k16, p) {
+				s[p] += q[i] * kv
+			}
+			s[p] *= scale
+			mx = max(mx, s[p])
+		}
+		if sinks != nil {
+			mx = max(mx, float64(sinks[j]))
+		}
+		var sum float64
+		for p := c.kv.First; p < n; p++ {
+			s[p] = math.Exp(s[p] - mx)
+			sum += s[p]
+		}
+		if sinks != nil {
+			sum += math.Exp(float64(sinks[j]) - mx)
+		}
+		for p := c.kv.First; p < n; p++ {
+			w, slack := s[p]/sum, 0.0
+			if f16 {
+				lo, hi := round(w*(1-1e-5)), round(w*(1+1e-5))
+				w, slack = round(w), hi-lo
+			}
+			for i, vv := range row(c.v32, c.v16, p) {
+				want[j*hd+i] += w * vv
+				tol[j*hd+i] += (1e-5*w + slack) * math.Abs(vv)
+			}
+		}
+	}
+	for i := range tol {
+		tol[i] += 1e-7
+	}
+	return want, tol
+}
+
+// TestAttend compares the kernels with attendRef on every kernel set, with
+// full attention and with sliding windows (kv.First > 0; the blocks wholly
+// below First are then made invalid, as the kernels must not read them),
+// with and without attention sinks.
+func TestAttend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	lengths := []int{1, 5, 16, 17, 100, 257}
+	if raceEnabled {
+		lengths = []int{1, 17, 100}
+	}
+	for _, hd := range []int{64, 48, 8} {
+		for _, nq := range []int{1, 2, 3, 4, 7} {
+			for _, n := range lengths {
+				for _, cs := range []struct {
+					bs int
+					qs float64
+				}{{16, 1}, {16, 6}, {5, 1}, {5, 6}} {
+					bs, qs := cs.bs, cs.qs
+					c0 := newAttnCase(rng, hd, nq, n, bs, qs)
+					scale := 1 / math.Sqrt(float64(hd))
+					// Sinks from well below to well above the scores
+					// (whose scale qs sets), or none.
+					var sinks []float32
+					if rng.IntN(2) == 0 {
+						for range nq {
+							sinks = append(sinks, float32(rng.NormFloat64()*3*qs))
+						}
+					}
+					for _, window := range []int{0, 7, 16} {
+						if window > 0 && window >= n {
+							continue
+						}
+						c := c0
+						if window > 0 {
+							c.kv.First = n - window
+							c.kv.Blocks = append([]int32(nil), c0.kv.Blocks...)
+							for i := range c.kv.First / bs {
+								c.kv.Blocks[i] = 1 << 30
+							}
+						}
+						testAttendCase(t, c, hd, nq, n, bs, qs, scale, sinks)
+					}
+				}
+			}
+		}
+	}
+}
+
+func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float64, sinks []float32) {
+	scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
+	for _, f16 := range []bool{true, false} {
+		want, tol := attendRef(c, f16, n, scale, sinks)
+		for _, isa := range availableISAs() {
+			name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/first=%d/bs=%d/qs=%g/sinks=%v", isa, f16, hd, nq, n, c.kv.First, bs, qs, sinks != nil)
+			old := setISA(isa)
+			got := make([]float32, nq*hd+3) // the extra elements must stay untouched
+			got[nq*hd] = 42
+			for i := range scratch {
+				scratch[i] = float32(math.NaN()) // the kernel must not read stale scratch
+			}
+			if f16 {
+				AttendF16(got[:nq*hd], c.q, c.k16, c.v16, c.kv, n, float32(scale), sinks, scratch)
+			} else {
+				AttendF32(got[:nq*hd], c.q, c.k32, c.v32, c.kv, n, float32(scale), sinks, scratch)
+			}
+			setISA(old)
+			if got[nq*hd] != 42 {
+				t.Errorf("%s: wrote past out", name)
+			}
+			bad := 0
+			for i, w := range want {
+				if d := math.Abs(float64(got[i]) - w); !(d <= tol[i]) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s: out[%d] = %g, want %g (±%.3g)", name, i, got[i], w, tol[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestAttendChecks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := newAttnCase(rng, 8, 1, 20, 16, 1)
+	out := make([]float32, 8)
+	scratch := make([]float32, AttendScratch(1, 20, 8))
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"block table short", func() { AttendF16(out, c.q, c.k16, c.v16, c.kv, 33, 1, nil, make([]float32, 1000)) }},
+		{"block outside", func() {
+			kv := c.kv
+			kv.Blocks = []int32{c.kv.Blocks[0], 1000}
+			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, nil, scratch)
+		}},
+		{"short scratch", func() { AttendF32(out, c.q, c.k32, c.v32, c.kv, 20, 1, nil, scratch[:10]) }},
+		{"short sinks", func() {
+			AttendF32(make([]float32, 16), append(c.q, c.q...), c.k32, c.v32, c.kv, 20, 1, []float32{1}, make([]float32, 1000))
+		}},
+		{"short out", func() { AttendF32(out[:4], c.q, c.k32, c.v32, c.kv, 20, 1, nil, scratch) }},
+		{"q not whole rows", func() { AttendF32(out, c.q[:5], c.k32, c.v32, c.kv, 20, 1, nil, scratch) }},
+		{"window past n", func() {
+			kv := c.kv
+			kv.First = 20
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, nil, scratch)
+		}},
+		{"negative first", func() {
+			kv := c.kv
+			kv.First = -1
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, nil, scratch)
+		}},
+		{"block outside the window", func() {
+			kv := c.kv
+			kv.First = 17
+			kv.Blocks = []int32{c.kv.Blocks[0], 1000}
+			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, nil, scratch)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("no panic")
+				}
+			}()
+			tc.f()
+		})
+	}
+}
+
+// TestSoftmaxCausal checks the batched prompt softmax against a float64
+// softmax of each row's causal prefix (its last window entries with a
+// sliding window), on every kernel set: the visible entries sum to one and
+// match within the exponential's error (one F16 step when the weights are
+// rounded), the rest of the row is zero, and nothing past the rows is
+// written.
+func TestSoftmaxCausal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, cs := range []struct {
+		group, T, pos0, window int
+		sinks                  bool
+	}{{1, 1, 0, 0, false}, {2, 5, 0, 0, false}, {2, 17, 3, 0, false}, {4, 9, 40, 0, false}, {1, 128, 0, 0, false},
+		{1, 1, 0, 8, false}, {2, 5, 0, 3, false}, {2, 17, 3, 8, false}, {4, 9, 40, 8, false}, {1, 128, 0, 37, false}, {2, 20, 5, 1, false},
+		{1, 1, 0, 0, true}, {2, 17, 3, 0, true}, {4, 9, 40, 8, true}, {2, 20, 5, 1, true}} {
+		rows, n := cs.group*cs.T, cs.pos0+cs.T
+		src := make([]float32, rows*n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * 8)
+		}
+		var sinks []float32
+		if cs.sinks {
+			for range cs.group {
+				sinks = append(sinks, float32(rng.NormFloat64()*2))
+			}
+		}
+		const scale = 0.125
+		for _, round := range []bool{false, true} {
+			for _, isa := range availableISAs() {
+				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d/window=%d/sinks=%v", isa, round, cs.group, cs.T, cs.pos0, cs.window, cs.sinks)
+				got := append(append([]float32(nil), src...), 42)
+				old := setISA(isa)
+				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, cs.window, scale, sinks, round)
+				setISA(old)
+				if got[rows*n] != 42 {
+					t.Errorf("%s: wrote past the rows", name)
+				}
+				for r := range rows {
+					l := cs.pos0 + r%cs.T + 1
+					f := 0 // first visible column
+					if cs.window > 0 {
+						f = max(0, l-cs.window)
+					}
+					mx := math.Inf(-1)
+					for _, x := range src[r*n+f : r*n+l] {
+						mx = max(mx, float64(x)*scale)
+					}
+					if sinks != nil {
+						mx = max(mx, float64(sinks[r/cs.T]))
+					}
+					var sum, gsum, sink float64
+					for _, x := range src[r*n+f : r*n+l] {
+						sum += math.Exp(float64(x)*scale - mx)
+					}
+					if sinks != nil {
+						sink = math.Exp(float64(sinks[r/cs.T]) - mx)
+						sum += sink
+					}
+					for p := range n {
+						g := float64(got[r*n+p])
+						if p >= l || p < f {
+							if g != 0 {
+								t.Fatalf("%s: row %d position %d outside the visible %d..%d = %g, want 0", name, r, p, f, l-1, g)
+							}
+							continue
+						}
+						gsum += g
+						want := math.Exp(float64(src[r*n+p])*scale-mx) / sum
+						tol := 1e-6*want + 1e-9
+						if round {
+							tol += want / 1024 // one F16 step
+						}
+						if d := math.Abs(g - want); !(d <= tol) {
+							t.Fatalf("%s: row %d position %d = %g, want %g (±%.2g)", name, r, p, g, want, tol)
+						}
+					}
+					if d := math.Abs(gsum + sink/sum - 1); !(d <= 1e-5+float64(l)/2048*b2f(round)) {
+						t.Fatalf("%s: row %d sums to %g", name, r, gsum)
+					}
+				}
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

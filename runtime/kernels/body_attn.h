@@ -1,0 +1,426 @@
+// body_attn.h: a fragment, not a header: single-query attention over a
+// paged KV cache for one instruction set. kern_gen.c, kern_avx2.c and
+// kern_avx512.c each include it once, like body_matmul.h, with SFX and VW
+// defined (and HAVE_F16C where the target has F16C); it defines the
+// watt_*SFX entry points kernels.h declares, everything else static.
+//
+// One call serves the nq query vectors of one KV head (a GQA group) at one
+// position, over the cached positions lo..n-1 (lo > 0: a sliding window;
+// rows below lo are never read): the scores q·K[p] read K in place (F16 converted in registers),
+// the softmax repeats ggml's order (scale, max, exp(x-max), float64 sum,
+// multiply by float32(1/sum), F16 rounding for an F16 cache), and the
+// output sum_p w[p]*V[p] reads V in place. Position p's row starts at
+// element blocks[p/bs]*stride + off + (p%bs)*hd of K and of V.
+
+#define WCAT_(a, b) a##b
+#define WCAT(a, b) WCAT_(a, b)
+#define AF(name) WCAT(name, SFX)
+#define AI inline __attribute__((always_inline))
+#define WAPI(name) WCAT(watt_, AF(name))
+
+typedef float AF(avf) __attribute__((vector_size(VW * 4)));
+typedef float AF(avfu) __attribute__((vector_size(VW * 4), aligned(4), may_alias));
+typedef int AF(avi) __attribute__((vector_size(VW * 4)));
+
+static AI AF(avf) AF(ald)(const float *p) {
+	return *(const AF(avfu) *)p;
+}
+
+static AI void AF(ast)(float *p, AF(avf) x) {
+	memcpy(p, &x, sizeof x);
+}
+
+// akv loads VW elements of a K/V row at element i: float32, or (WH) float16
+// converted in registers.
+static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
+	if (WH) {
+#if defined(HAVE_F16C) && VW == 16
+		return (AF(avf))_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
+#elif defined(HAVE_F16C)
+		return (AF(avf))_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
+#else
+		float a[VW];
+		for (int j = 0; j < VW; j++) a[j] = weft_f16_to_f32(((const uint16_t *)base)[i + j]);
+		return AF(ald)(a);
+#endif
+	}
+	return AF(ald)((const float *)base + i);
+}
+
+static AI float AF(aat)(const void *base, long i, const int WH) {
+	return WH ? weft_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+
+static AI float AF(ahsum)(AF(avf) v) {
+	float a[VW];
+	memcpy(a, &v, sizeof a);
+#if VW >= 8
+#if VW == 16
+	for (int i = 0; i < 8; i++) a[i] += a[i + 8];
+#endif
+	for (int i = 0; i < 4; i++) a[i] += a[i + 4];
+#endif
+	return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+// asel: lanes of a where m is all ones, else of b.
+static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
+	AF(avi) ia, ib;
+	memcpy(&ia, &a, sizeof ia);
+	memcpy(&ib, &b, sizeof ib);
+	ia = (ia & m) | (ib & ~m);
+	memcpy(&a, &ia, sizeof a);
+	return a;
+}
+
+// aexp: e^x per lane, the same approximation as Exps' C kernels (vec.go)
+// (body_exp.h).
+#define EXP_VF AF(avf)
+#define EXP_VI AF(avi)
+#define EXP_SEL AF(asel)
+#define EXP_NAME AF(aexp)
+#include "body_exp.h"
+#undef EXP_VF
+#undef EXP_VI
+#undef EXP_SEL
+#undef EXP_NAME
+
+// around: x rounded to F16 (nearest even) and back, n floats.
+static AI void AF(around)(float *dst, const float *src, long n) {
+	long i = 0;
+#if defined(HAVE_F16C) && VW == 16
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(HAVE_F16C)
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+	for (; i < n; i++) dst[i] = weft_f16_to_f32(weft_f32_to_f16(src[i]));
+}
+
+// ared: lane r of the result is the sum of the lanes of a[r], r < VW (a
+// butterfly of shuffles: each step halves the vectors and the lanes per row;
+// a is overwritten).
+#if VW == 16
+#define WATT_M8 {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}
+#define WATT_M4 {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}
+#define WATT_M2 {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29}
+#define WATT_M1 {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
+#elif VW == 8
+#define WATT_M4 {0, 1, 2, 3, 8, 9, 10, 11}
+#define WATT_M2 {0, 1, 4, 5, 8, 9, 12, 13}
+#define WATT_M1 {0, 2, 4, 6, 8, 10, 12, 14}
+#else
+#define WATT_M2 {0, 1, 4, 5}
+#define WATT_M1 {0, 2, 4, 6}
+#endif
+#define WATT_STEP(M, H, CNT)                                                                               \
+	do {                                                                                                \
+		const AF(avi) lo = M, hi = lo + (H);                                                        \
+		for (int i = 0; i < (CNT); i++)                                                             \
+			a[i] = __builtin_shuffle(a[2 * i], a[2 * i + 1], lo) +                              \
+			       __builtin_shuffle(a[2 * i], a[2 * i + 1], hi);                               \
+	} while (0)
+static AI AF(avf) AF(ared)(AF(avf) *a) {
+#if VW == 16
+	WATT_STEP(WATT_M8, 8, 8);
+	WATT_STEP(WATT_M4, 4, 4);
+#elif VW == 8
+	WATT_STEP(WATT_M4, 4, 4);
+#endif
+	WATT_STEP(WATT_M2, 2, 2);
+	WATT_STEP(WATT_M1, 1, 1);
+	return a[0];
+}
+#undef WATT_STEP
+#undef WATT_M8
+#undef WATT_M4
+#undef WATT_M2
+#undef WATT_M1
+
+// apf prefetches this group's rows of KV block b (those below position n;
+// nothing when the block starts at or past n): blocks are scattered
+// through the pool, which the hardware prefetcher cannot follow, so each
+// block's rows are fetched while the one before is computed.
+static AI void AF(apf)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd, int n,
+		       const int WH) {
+	const long left = n - b * bs, es = WH ? 2 : 4;
+	if (left <= 0) return;
+	const char *p = (const char *)kv + ((long)blocks[b] * stride + off) * es;
+	const long bytes = (left < bs ? left : bs) * hd * es;
+	for (long o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
+
+// ascoresv: s[p-lo] = q · K[p] for one query and lo <= p < n, VW rows at a
+// time (one accumulator per row, reduced together by ared). Needs hv >= VW.
+static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
+			    long off, int hd, int hv, int lo, int n, const int WH) {
+	long next = lo / bs + 1; // the next block to prefetch: the one after those this group of rows reads
+	for (int p0 = lo; p0 < n; p0 += VW) {
+		const int cnt = n - p0 < VW ? n - p0 : VW;
+		for (; next <= (p0 + cnt - 1) / bs + 1; next++) AF(apf)(k, blocks, next, bs, stride, off, hd, n, WH);
+		long ro[VW];
+		long blk = p0 / bs, slot = p0 % bs;
+		for (int r = 0; r < VW; r++) { // rows past n repeat the last one
+			ro[r] = (long)blocks[blk] * stride + off + slot * hd;
+			if (r + 1 < cnt && ++slot == bs) {
+				slot = 0;
+				blk++;
+			}
+		}
+		AF(avf) a[VW];
+#pragma GCC unroll 16
+		for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
+		for (int c = 0; c < hv; c += VW) {
+			const AF(avf) qc = AF(ald)(q + c);
+#pragma GCC unroll 16
+			for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro[r] + c, WH) * qc;
+		}
+		float sv[VW];
+		AF(ast)(sv, AF(ared)(a));
+		for (int r = 0; r < cnt; r++) {
+			float x = sv[r];
+			for (int c = hv; c < hd; c++) x += AF(aat)(k, ro[r] + c, WH) * q[c];
+			s[p0 - lo + r] = x;
+		}
+	}
+}
+
+// ascores: s[j*m + p-lo] = q_j · K[p] (m = n-lo, lo <= p < n) for the NQ
+// queries q + j*hd (the K row is loaded once for all of them). hv = hd
+// rounded down to VW.
+static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
+			   long off, int hd, int hv, int lo, int n, const int NQ, const int WH) {
+	const long m = n - lo;
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
+		const int slot = (int)(p0 % bs);
+		const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
+		AF(apf)(k, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+		for (int r = 0; r < cnt; r++) {
+			const long ro = base + (long)r * hd;
+			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
+			for (int c = 0; c < hv; c += VW) {
+				AF(avf) kv = AF(akv)(k, ro + c, WH);
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) a[j] += kv * AF(ald)(q + j * hd + c);
+			}
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++) {
+				float x = AF(ahsum)(a[j]);
+				for (int c = hv; c < hd; c++) x += AF(aat)(k, ro + c, WH) * q[j * hd + c];
+				s[(long)j * m + p0 - lo + r] = x;
+			}
+		}
+	}
+}
+
+// aout: out[j*hd + c .. + NC*VW) = sum_p w[j*m + p-lo] * V[p][c ..] (m =
+// n-lo, lo <= p < n) for the NQ queries, NC vectors of columns from c.
+// Small tiles take rows in pairs into two sets of accumulators (more
+// independent FMA chains).
+static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
+			long off, int hd, int c, int lo, int n, const int NQ, const int NC, const int WH) {
+	const long m = n - lo;
+	AF(avf) a[4][4], b[4][4];
+#pragma GCC unroll 4
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NC; i++) a[j][i] = b[j][i] = (AF(avf)){0};
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
+		const int slot = (int)(p0 % bs);
+		const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd + c;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
+		const float *wp = w + (p0 - lo);
+		if (c == 0) AF(apf)(v, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+		int r = 0;
+		if (NQ * NC <= 8) {
+			for (; r + 2 <= cnt; r += 2) {
+				const long ro = base + (long)r * hd;
+				AF(avf) v0[4], v1[4];
+#pragma GCC unroll 4
+				for (int i = 0; i < NC; i++) {
+					v0[i] = AF(akv)(v, ro + i * VW, WH);
+					v1[i] = AF(akv)(v, ro + hd + i * VW, WH);
+				}
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) {
+					const float x0 = wp[(long)j * m + r], x1 = wp[(long)j * m + r + 1];
+#pragma GCC unroll 4
+					for (int i = 0; i < NC; i++) {
+						a[j][i] += v0[i] * x0;
+						b[j][i] += v1[i] * x1;
+					}
+				}
+			}
+		}
+		for (; r < cnt; r++) {
+			const long ro = base + (long)r * hd;
+			AF(avf) vv[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < NC; i++) vv[i] = AF(akv)(v, ro + i * VW, WH);
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++) {
+				const float x = wp[(long)j * m + r];
+#pragma GCC unroll 4
+				for (int i = 0; i < NC; i++) a[j][i] += vv[i] * x;
+			}
+		}
+	}
+#pragma GCC unroll 4
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NC; i++) AF(ast)(out + j * hd + c + i * VW, a[j][i] + b[j][i]);
+}
+
+// asoftmax: row = softmax(row*scale) in ggml's order (see the file comment),
+// rounded to F16 when WH. A sink (non-NULL: gpt-oss's per-head learned
+// logit, not scaled) joins the softmax as ggml's soft_max does with one:
+// the max is taken over it too and exp(sink - max) is added to the sum,
+// but it has no weight of its own. The float64 sum runs in VW lanes (its rounding
+// is far below float32's).
+// (Two half-width sums: one vector of VW doubles is wider than a register
+// and made GCC keep it on the stack, a store-to-load chain per iteration.)
+typedef float AF(avfh) __attribute__((vector_size(VW * 2)));
+typedef double AF(avdh) __attribute__((vector_size(VW * 4)));
+static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, const int WH) {
+	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
+	int p = 0;
+	for (; p + VW <= n; p += VW) {
+		const AF(avf) x = AF(ald)(row + p) * scale;
+		AF(ast)(row + p, x);
+		mv = AF(asel)((x > mv) | (x != x), x, mv);
+	}
+	float mx = -__builtin_inff(), ml[VW];
+	AF(ast)(ml, mv);
+	for (int i = 0; i < VW; i++)
+		if (ml[i] > mx || ml[i] != ml[i]) mx = ml[i];
+	for (; p < n; p++) {
+		const float x = row[p] * scale;
+		row[p] = x;
+		if (x > mx || x != x) mx = x;
+	}
+	if (sink && !(mx > *sink)) mx = *sink;
+	AF(avdh) s0 = {0}, s1 = {0};
+	for (p = 0; p + VW <= n; p += VW) {
+		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - mx);
+		AF(ast)(row + p, e);
+		AF(avfh) lo, hi;
+		memcpy(&lo, &e, sizeof lo);
+		memcpy(&hi, (const char *)&e + sizeof lo, sizeof hi);
+		s0 += __builtin_convertvector(lo, AF(avdh));
+		s1 += __builtin_convertvector(hi, AF(avdh));
+	}
+	double sum = 0, dl[VW];
+	memcpy(dl, &s0, sizeof s0);
+	memcpy(dl + VW / 2, &s1, sizeof s1);
+	for (int i = 0; i < VW; i++) sum += dl[i];
+	if (p < n) {
+		float a[VW] = {0};
+		memcpy(a, row + p, (n - p) * 4);
+		const AF(avf) e = AF(aexp)(AF(ald)(a) - mx);
+		memcpy(row + p, &e, (n - p) * 4);
+		for (; p < n; p++) sum += row[p];
+	}
+	if (sink) {
+		float e[VW];
+		AF(ast)(e, AF(aexp)((AF(avf)){0} + (*sink - mx)));
+		sum += e[0];
+	}
+	const float inv = (float)(1 / sum);
+	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
+	for (; p < n; p++) row[p] *= inv;
+	if (WH) AF(around)(row, row, n);
+}
+
+// softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
+// (head, token) with T tokens from column pos0: row r attends to columns
+// lo..c, c = pos0 + r%T, lo = c-window+1 (window > 0) or 0, softmaxed as
+// asoftmax does (with sink sinks[r/T] when sinks is not NULL); the rest is
+// zeroed.
+void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, const float *sinks,
+			  int wh) {
+	for (int r = 0; r < rows; r++) {
+		float *row = sc + (long)r * n;
+		int len = pos0 + r % T + 1;
+		if (len > n) len = n;
+		int lo = window > 0 && len > window ? len - window : 0;
+		const float *sink = sinks ? sinks + r / T : 0;
+		memset(row, 0, (size_t)lo * 4);
+		if (wh)
+			AF(asoftmax)(row + lo, len - lo, scale, sink, 1);
+		else
+			AF(asoftmax)(row + lo, len - lo, scale, sink, 0);
+		memset(row + len, 0, (size_t)(n - len) * 4);
+	}
+}
+
+static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			    long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			    float *scratch, const int WH) {
+	float *qs = scratch, *sc = scratch + (long)nq * hd;
+	const long np = n - lo; // positions read: lo..n-1
+	if (WH) {
+		AF(around)(qs, q, (long)nq * hd);
+		q = qs;
+	}
+	const int hv = hd - hd % VW;
+	int j = 0;
+	if (hv > 0) {
+		for (; j < nq; j++) AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, WH);
+	}
+	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
+	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
+	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
+	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, sinks ? sinks + j : 0, WH);
+	// Output tiles: 4 queries x 2 column vectors, or fewer queries x 4.
+	for (j = 0; j < nq;) {
+		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
+		float *o = out + (long)j * hd;
+		const float *w = sc + j * np;
+		int c = 0;
+		if (m == 4) {
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 1, WH);
+		} else if (m == 2) {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 1, WH);
+		} else {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 1, WH);
+		}
+		// Columns past the last full vector, one at a time.
+		for (; c < hd; c++) {
+			for (int i = 0; i < m; i++) {
+				float x = 0;
+				for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
+					const int slot = (int)(p0 % bs);
+					const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd + c;
+					cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
+					for (int r = 0; r < cnt; r++)
+						x += w[i * np + p0 - lo + r] * AF(aat)(v, base + (long)r * hd, WH);
+				}
+				o[i * hd + c] = x;
+			}
+		}
+		j += m;
+	}
+}
+
+void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			 float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 1);
+}
+
+void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			 float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 0);
+}
+
+#undef WCAT_
+#undef WCAT
+#undef AF
+#undef AI
+#undef WAPI

@@ -1,0 +1,652 @@
+//go:build cgo
+
+// kern_vnni.c: integer dot-product kernels for few tokens (AVX-512 VNNI).
+// Activations are quantized per 32 values to int8 (scale dx = amax/127),
+// as llama.cpp does; weights stay in their blocks and are unpacked to
+// unsigned bytes, so one vpdpbusd multiplies 64 weight-activation pairs into
+// 16 int32 lanes of 4 products each. Per lane (4 consecutive columns) the
+// float result is
+//     acc += float(S) * (ws * dx) + woff * xsum4
+// where ws is the weight scale of the lane's group, woff the weight offset
+// (-8d for Q4_0, -128d for Q8_0 stored +128, -32d*sc for Q6_K, -dmin*m for
+// Q4_K and Q5_K) and xsum4 = dx * (sum of the 4 quantized activations),
+// so both terms see the same rounded activations, as llama.cpp's block sums do.
+
+#include <string.h>
+
+#include "kernels.h"
+#include "scratch.h"
+
+#if WEFT_X86
+#include <immintrin.h>
+
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+
+#include "body_kquant.h"
+
+// qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
+// scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float.
+static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4) {
+	for (int t = 0; t < n; t++) {
+		const float *xt = x + (long)t * K;
+		int8_t *q = qx + (long)t * K;
+		float *dl = dxl + (long)t * (K / 4), *s4 = xs4 + (long)t * (K / 4);
+		for (int b = 0; b < K / 32; b++) {
+			__m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
+			__m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
+			float amax = _mm512_reduce_max_ps(a);
+			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+			__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+			__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+			_mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
+			_mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+			_mm256_storeu_ps(dl + 8 * b, _mm256_set1_ps(d));
+			// The offset term must use the same rounded activations as the
+			// integer term (d * sum of the int8 values), else the weight
+			// offset multiplies the activations' rounding error.
+			for (int g = 0; g < 8; g++) {
+				const int8_t *p = q + 32 * b + 4 * g;
+				s4[8 * b + g] = d * (float)((p[0] + p[1]) + (p[2] + p[3]));
+			}
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) __m512i vnni_u4pair(__m256i q) {
+	// 32 packed bytes -> 64 bytes: low nibbles then high nibbles
+	__m256i m = _mm256_set1_epi8(0x0f);
+	__m256i lo = _mm256_and_si256(q, m), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m);
+	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+
+// two_scales: lanes 0-7 = f16 at p0, lanes 8-15 = f16 at p1 (one permute).
+static inline __attribute__((always_inline)) __m512 vnni_two_scales(const uint8_t *p0, const uint8_t *p1) {
+	uint32_t h = (uint32_t)(p0[0] | p0[1] << 8) | (uint32_t)(p1[0] | p1[1] << 8) << 16;
+	__m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
+	const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+	return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(d));
+}
+
+// One 64-column chunk for NT tokens: wq unsigned bytes, ws / woff lanes.
+#define VNNI_ACC(NT)                                                                                         \
+	for (int t = 0; t < NT; t++) {                                                                       \
+		__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq,                                  \
+						_mm512_loadu_si512(qx + (long)t * K + col));                 \
+		__m512 f = _mm512_cvtepi32_ps(s);                                                            \
+		acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(ws, _mm512_loadu_ps(dxl + (long)t * K4 + col / 4)), \
+					 acc[t]);                                                            \
+		accb[t] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(xs4 + (long)t * K4 + col / 4), accb[t]);    \
+	}
+
+static inline __attribute__((always_inline)) void vnni_row(const int type, const uint8_t *row, int K, const int8_t *qx,
+							    const float *dxl, const float *xs4, float *out, long ldo,
+							    const int NT) {
+	// two accumulators per token (scaled products, offsets) halve the
+	// loop-carried FMA chain
+	__m512 acc[8], accb[8];
+	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
+	const int K4 = K / 4;
+	const __mmask16 hi8 = 0xff00;
+	if (type == 8) { // Q8_0: two blocks per chunk
+		const __m512i flip = _mm512_set1_epi8((char)0x80);
+		for (int col = 0; col < K; col += 64) {
+			const uint8_t *b0 = row + (col / 32) * 34, *b1 = b0 + 34;
+			__m256i q0 = _mm256_loadu_si256((const __m256i *)(b0 + 2)),
+				q1 = _mm256_loadu_si256((const __m256i *)(b1 + 2));
+			__m512i wq = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
+			float d0 = _cvtsh_ss(b0[0] | b0[1] << 8), d1 = _cvtsh_ss(b1[0] | b1[1] << 8);
+			__m512 ws = _mm512_mask_blend_ps(hi8, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-128.0f));
+			VNNI_ACC(NT)
+		}
+	} else if (type == 2) { // Q4_0
+		for (int col = 0; col < K; col += 64) {
+			const uint8_t *b0 = row + (col / 32) * 18, *b1 = b0 + 18;
+			// [q0, q0, q1, q1], odd 128-bit lanes shifted to their high nibbles
+			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + 2)));
+			__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
+			__m512 ws = vnni_two_scales(b0, b1);
+			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-8.0f));
+			VNNI_ACC(NT)
+		}
+	} else if (type == 12 || type == 13) { // Q4_K, Q5_K (same scales; Q5_K adds a fifth bit)
+		const int bsz = type == 12 ? 144 : 176, qoff = type == 12 ? 16 : 48;
+		const __m512i one512 = _mm512_set1_epi8(1);
+		const __m512i hshift = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));
+		const __m512i m4k = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi32(8);
+		const __m512i pick0 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+		for (int sb = 0; sb < K / 256; sb++) {
+			const uint8_t *blk = row + sb * bsz, *sc = blk + 4, *qs = blk + qoff;
+			__m512i qhh = type == 13 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)))
+						 : _mm512_setzero_si512();
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8), dmin = _cvtsh_ss(blk[2] | blk[3] << 8);
+			// 8 six-bit scales and 8 mins -> one vector [d*sc0..7, -dmin*m0..7]
+			uint32_t a[3] = {(uint32_t)sc[0] | (uint32_t)sc[1] << 8 | (uint32_t)sc[2] << 16 | (uint32_t)sc[3] << 24,
+					 (uint32_t)sc[4] | (uint32_t)sc[5] << 8 | (uint32_t)sc[6] << 16 | (uint32_t)sc[7] << 24,
+					 (uint32_t)sc[8] | (uint32_t)sc[9] << 8 | (uint32_t)sc[10] << 16 | (uint32_t)sc[11] << 24};
+			uint32_t s03 = a[0] & 0x3f3f3f3f, m03 = a[1] & 0x3f3f3f3f;
+			uint32_t s47 = (a[2] & 0x0f0f0f0f) | (((a[0] >> 6) & 0x03030303) << 4);
+			uint32_t m47 = ((a[2] >> 4) & 0x0f0f0f0f) | (((a[1] >> 6) & 0x03030303) << 4);
+			__m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi32((int)m47, (int)m03, (int)s47, (int)s03)));
+			sm = _mm512_mul_ps(sm, _mm512_mask_blend_ps(hi8, _mm512_set1_ps(d), _mm512_set1_ps(-dmin)));
+			for (int j = 0; j < 4; j++) {
+				int col = sb * 256 + 64 * j;
+				// [q, q] then shift the upper half's 16-bit words by 4: low
+				// nibbles below, high nibbles above, without a lane insert
+				__m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+				__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(qq, 0xffff0000u, qq, 4), m4k);
+				if (type == 13) { // bit 2j (low half) / 2j+1 (high half) of qh, to bit 4
+					__m512i sh = _mm512_add_epi16(hshift, _mm512_set1_epi16((short)(2 * j)));
+					__m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qhh, sh), one512);
+					wq = _mm512_or_si512(wq, _mm512_slli_epi16(hb, 4));
+				}
+				__m512i pick = _mm512_add_epi32(pick0, _mm512_set1_epi32(2 * j));
+				__m512 ws = _mm512_permutexvar_ps(pick, sm);
+				__m512 woff = _mm512_permutexvar_ps(_mm512_add_epi32(pick, eight), sm);
+				VNNI_ACC(NT)
+			}
+		}
+	} else { // Q6_K
+		const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+		for (int sb = 0; sb < K / 256; sb++) {
+			const uint8_t *blk = row + sb * 210;
+			float d = _cvtsh_ss(blk[208] | blk[209] << 8);
+			__m512 s16 = _mm512_mul_ps(_mm512_set1_ps(d),
+						   _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));
+			for (int h = 0; h < 2; h++) {
+				__m512i L = _mm512_loadu_si512(blk + 64 * h);
+				__m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
+				__m512i H = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+				for (int part = 0; part < 2; part++) {
+					int c = 2 * h + part;
+					int col = sb * 256 + 64 * c;
+					__m512i lo = part == 0 ? _mm512_and_si512(L, m4) : _mm512_and_si512(_mm512_srli_epi16(L, 4), m4);
+					__m512i hb = part == 0 ? _mm512_and_si512(H, m2) : _mm512_and_si512(_mm512_srli_epi16(H, 4), m2);
+					__m512i wq = _mm512_or_si512(lo, _mm512_slli_epi16(hb, 4));
+					__m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+								       _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2));
+					__m512 ws = _mm512_permutexvar_ps(idx, s16);
+					__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-32.0f));
+					VNNI_ACC(NT)
+				}
+			}
+		}
+	}
+	for (int t = 0; t < NT; t++) out[t * ldo] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], accb[t]));
+}
+
+// weft_vnni_ok: whether the integer path handles this product.
+int weft_vnni_ok(int type, int K) {
+	switch (type) {
+	case 8:
+	case 2: return K % 64 == 0;
+	case 12:
+	case 13:
+	case 14: return K % 256 == 0;
+	}
+	return 0;
+}
+
+static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
+							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
+							     int n, float *y, long ldy) {
+	const int K4 = K / 4;
+	for (int r = r0; r < r1; r++) {
+		const uint8_t *row = w + (long)r * rowBytes;
+		// One token: the weights stream from memory; fetch the row after
+		// next while this one is computed (within the caller's rows only),
+		// as kern_i8.c does (BENCHMARKS.md §1, what bounds decode).
+		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
+		int t = 0;
+		// K-quants: 8 tokens per pass over the row (16 accumulators), so
+		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
+		// unpack, runs faster with 4)
+		for (; type >= 12 && t + 8 <= n; t += 8)
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 8);
+		for (; t + 4 <= n; t += 4)
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 4);
+		switch (n - t) {
+		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 1); break;
+		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 2); break;
+		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 3); break;
+		}
+	}
+}
+
+// weft_vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
+long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4)); }
+
+// weft_vnni_prep: vnni_prep into one buffer of weft_vnni_prep_floats(K, n).
+void weft_vnni_prep(const float *x, int n, int K, float *scr) {
+	vnni_prep(x, n, K, (int8_t *)scr, scr + (long)n * K / 4, scr + (long)n * K / 4 + (long)n * (K / 4));
+}
+
+// weft_vnni_matmul: rows [r0, r1) for n tokens; prep is weft_vnni_prep's output
+// for x, or NULL to quantize here.
+int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const float *prep,
+		       int n, float *y, long ldy) {
+	int K4 = K / 4;
+	float *scr = (float *)prep;
+	if (!scr) {
+		scr = weft_scratch(0, weft_vnni_prep_floats(K, n));
+		if (!scr) return WEFT_ENOMEM;
+		weft_vnni_prep(x, n, K, scr);
+	}
+	int8_t *qx = (int8_t *)scr;
+	float *dxl = scr + (long)n * K / 4, *xs4 = dxl + (long)n * K4;
+	switch (type) { // specialize vnni_rows per type
+	case 8: vnni_rows(8, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 2: vnni_rows(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	default: return WEFT_EUNSUPPORTED;
+	}
+	return 0;
+}
+
+// ---- int8 lane GEMM for Q8_0 and Q4_K, many tokens ----
+// Tokens go along the vector lanes, 16 per panel, so one vpdpbusd
+// multiplies 4 columns of one weight row (a 32-bit broadcast of its int8
+// quants) with the same 4 columns of 16 tokens: no horizontal sums, and a
+// block's float fix-up (3-4 operations) is paid once per 8 vpdpbusd. The
+// activations are quantized like the row kernel's (per token and
+// 32-column block, dx = amax/127) and stored plus 128, unsigned, as
+// vpdpbusd wants its first operand; the excess 128 * sum(q) of each row
+// block is taken off in float. With I the block's integer dot product and
+// S the token's sum of quantized activations over the block:
+//     Q8_0: y[t] += dx[t] * (dw * I - 128 * dw * sum(q))
+//     Q4_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
+// (ds = d * scale, dm = dmin * min of the 32-column sub-block). Q8_0
+// quants are read in place from their blocks; Q4_K rows are unpacked to
+// bytes (and their scales decoded) once per 4-row tile, for all tokens.
+// Packed panel layout, per 32-column block: 8 groups x 16 tokens x 4
+// bytes, then 16 floats dx and 16 floats S (0 for padding tokens, whose
+// bytes are 128, so they add nothing).
+#define LANE_BLK 640
+
+long weft_lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
+
+void weft_lane_prep(const float *x, int n, int K, uint8_t *out) {
+	int nb = K / 32, panels = (n + 15) / 16;
+	for (int p = 0; p < panels; p++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *dst = out + ((long)p * nb + b) * LANE_BLK;
+			float *dx = (float *)(dst + 512), *sx = dx + 16;
+			for (int t = 0; t < 16; t++) {
+				int tok = p * 16 + t;
+				if (tok >= n) {
+					for (int g = 0; g < 8; g++) memset(dst + g * 64 + t * 4, 128, 4);
+					dx[t] = sx[t] = 0;
+					continue;
+				}
+				const float *xt = x + (long)tok * K + 32 * b;
+				__m512 v0 = _mm512_loadu_ps(xt), v1 = _mm512_loadu_ps(xt + 16);
+				float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+				float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+				__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+				__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+				__m128i q0 = _mm512_cvtsepi32_epi8(i0), q1 = _mm512_cvtsepi32_epi8(i1);
+				// the sum of the int8 values as stored (saturation included)
+				int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(q0), _mm512_cvtepi8_epi32(q1)));
+				uint8_t q[32];
+				_mm_storeu_si128((__m128i *)q, _mm_xor_si128(q0, _mm_set1_epi8((char)0x80)));
+				_mm_storeu_si128((__m128i *)(q + 16), _mm_xor_si128(q1, _mm_set1_epi8((char)0x80)));
+				for (int g = 0; g < 8; g++) memcpy(dst + g * 64 + t * 4, q + 4 * g, 4);
+				dx[t] = d;
+				sx[t] = (float)sum;
+			}
+		}
+}
+
+// lane_sum32 is the sum of 32 bytes taken as unsigned.
+static inline __attribute__((always_inline)) int lane_sum32(__m256i v) {
+	__m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+	__m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+}
+
+// lane_scales_q8 writes, for rows 0..m of w and every block, dw (the
+// block's scale) and cw = 128 * dw * sum of its 32 quants.
+static void lane_scales_q8(const uint8_t *w, long rowBytes, int nb, int m, float *dw, float *cw) {
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	for (int i = 0; i < m; i++)
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)b * 34;
+			// sum of signed bytes = sum of (byte ^ 0x80) as unsigned - 32*128
+			int sum = lane_sum32(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), flip)) - 32 * 128;
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8);
+			dw[i * nb + b] = d;
+			cw[i * nb + b] = 128.0f * d * (float)sum;
+		}
+}
+
+// lane_unpack_q4k unpacks rows 0..m of Q4_K weights: the quants of row i,
+// block b (32 columns) to q[(i*nb + b)*32 ..] (bytes 0..15), and ds, cw =
+// 128 * ds * sum(q), dm per row and block.
+static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	for (int i = 0; i < m; i++)
+		for (int sb = 0; sb < nb / 8; sb++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 144, *sc = blk + 4, *qs = blk + 16;
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8), dmin = _cvtsh_ss(blk[2] | blk[3] << 8);
+			for (int c = 0; c < 4; c++) {
+				__m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+				__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+				for (int h = 0; h < 2; h++) {
+					int j = 2 * c + h, b = sb * 8 + j;
+					__m256i qq = h ? hi : lo;
+					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), qq);
+					int s6, m6;
+					if (j < 4) {
+						s6 = sc[j] & 63;
+						m6 = sc[j + 4] & 63;
+					} else {
+						s6 = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
+						m6 = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+					}
+					float dsc = d * (float)s6;
+					ds[i * nb + b] = dsc;
+					cw[i * nb + b] = 128.0f * dsc * (float)lane_sum32(qq);
+					dm[i * nb + b] = dmin * (float)m6;
+				}
+			}
+		}
+}
+
+// lane_tile: rows [0, RM) of the tile times TV panels starting at xp (panel
+// stride ps bytes); writes y[t*ldy + i] for the first nt tokens. Row i's
+// block b quants are at wq + i*wrs + b*wbs; ds/cw/dm are per row and block
+// (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K): dm
+// is the sub-block's min, taken off with the tokens' block sums. MODE 2
+// (Q6_K): 16-column sub-blocks, ds scales columns 0-15 and dm 16-31, so
+// the two halves keep separate integer sums.
+static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, long wrs, long wbs, int nb, const float *ds,
+							     const float *cw, const float *dm, const uint8_t *xp, long ps,
+							     float *y, long ldy, int nt, const int RM, const int TV,
+							     const int MODE) {
+	__m512 acc[4][2];
+	for (int i = 0; i < RM; i++)
+		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512i I[4][2], J[4][2];
+		for (int i = 0; i < RM; i++)
+			for (int v = 0; v < TV; v++) I[i][v] = J[i][v] = _mm512_setzero_si512();
+		const uint8_t *xb = xp + (long)b * LANE_BLK;
+		for (int g = 0; g < 8; g++) {
+			__m512i xv[2];
+			for (int v = 0; v < TV; v++) xv[v] = _mm512_loadu_si512(xb + v * ps + g * 64);
+			for (int i = 0; i < RM; i++) {
+				int32_t w4;
+				memcpy(&w4, wq + (long)i * wrs + (long)b * wbs + 4 * g, 4);
+				__m512i wb = _mm512_set1_epi32(w4);
+				for (int v = 0; v < TV; v++) {
+					if (MODE == 2 && g >= 4)
+						J[i][v] = _mm512_dpbusd_epi32(J[i][v], xv[v], wb);
+					else
+						I[i][v] = _mm512_dpbusd_epi32(I[i][v], xv[v], wb);
+				}
+			}
+		}
+		for (int v = 0; v < TV; v++) {
+			__m512 dx = _mm512_loadu_ps((const float *)(xb + v * ps + 512));
+			__m512 sx = MODE == 1 ? _mm512_loadu_ps((const float *)(xb + v * ps + 576)) : _mm512_setzero_ps();
+			for (int i = 0; i < RM; i++) {
+				__m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(I[i][v]), _mm512_set1_ps(ds[i * nb + b]),
+							   _mm512_set1_ps(cw[i * nb + b]));
+				if (MODE == 1) t = _mm512_fnmadd_ps(_mm512_set1_ps(dm[i * nb + b]), sx, t);
+				if (MODE == 2) t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(J[i][v]), _mm512_set1_ps(dm[i * nb + b]), t);
+				acc[i][v] = _mm512_fmadd_ps(t, dx, acc[i][v]);
+			}
+		}
+	}
+	for (int v = 0; v < TV; v++) {
+		int cnt = nt - 16 * v;
+		if (cnt > 16) cnt = 16;
+		for (int i = 0; i < RM; i++) {
+			float o[16];
+			_mm512_storeu_ps(o, acc[i][v]);
+			for (int t = 0; t < cnt; t++) y[(long)(16 * v + t) * ldy + i] = o[t];
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq, long wrs, long wbs, int nb, int m,
+							       const float *ds, const float *cw, const float *dm,
+							       const uint8_t *xp, long ps, int n, float *y, long ldy,
+							       const int MODE) {
+	int panels = (n + 15) / 16;
+	for (int p = 0; p < panels; p += 2) {
+		int tv = panels - p >= 2 ? 2 : 1;
+		int nt = n - 16 * p;
+		const uint8_t *xpp = xp + (long)p * ps;
+		float *yp = y + (long)p * 16 * ldy;
+#define LT(RM, TV) lane_tile(wq, wrs, wbs, nb, ds, cw, dm, xpp, ps, yp, ldy, nt, RM, TV, MODE)
+		if (tv == 2) {
+			switch (m) {
+			case 4: LT(4, 2); break;
+			case 3: LT(3, 2); break;
+			case 2: LT(2, 2); break;
+			default: LT(1, 2);
+			}
+		} else {
+			switch (m) {
+			case 4: LT(4, 1); break;
+			case 3: LT(3, 1); break;
+			case 2: LT(2, 1); break;
+			default: LT(1, 1);
+			}
+		}
+#undef LT
+	}
+}
+
+// lane_unpack_q6k unpacks rows 0..m of Q6_K weights: the quants of row i,
+// block b (32 columns) to q[(i*nb + b)*32 ..] as signed bytes q - 32, with
+// ds (scale of columns 0-15), dm (scale of columns 16-31) and cw = 128 *
+// (ds * sum of the first 16 quants + dm * sum of the last 16).
+static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
+	for (int i = 0; i < m; i++)
+		for (int sb = 0; sb < nb / 8; sb++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 210;
+			float d = _cvtsh_ss(blk[208] | blk[209] << 8);
+			for (int h = 0; h < 2; h++) { // 128-column halves
+				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+				const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);
+				__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+				__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
+				__m256i v[4];
+				v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
+				v[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
+				v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
+				v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
+				for (int j = 0; j < 4; j++) {
+					int b = sb * 8 + 4 * h + j;
+					// sums of q (0..63) per 16-column half, before the -32
+					__m256i sad = _mm256_sad_epu8(v[j], _mm256_setzero_si256());
+					__m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
+					int s0 = (int)(_mm_cvtsi128_si64(lo) + _mm_extract_epi64(lo, 1)) - 16 * 32;
+					int s1 = (int)(_mm_cvtsi128_si64(hi) + _mm_extract_epi64(hi, 1)) - 16 * 32;
+					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), _mm256_sub_epi8(v[j], off));
+					float d0 = d * (float)sc[2 * j], d1 = d * (float)sc[2 * j + 1];
+					ds[i * nb + b] = d0;
+					dm[i * nb + b] = d1;
+					cw[i * nb + b] = 128.0f * (d0 * (float)s0 + d1 * (float)s1);
+				}
+			}
+		}
+}
+
+// weft_lane_ok: whether the lane GEMM handles this weight type and row length.
+int weft_lane_ok(int type, int K) {
+	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0);
+}
+
+// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K); xp
+// is weft_lane_prep's packing of x, or NULL to pack here.
+int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		       const uint8_t *xp, int n, float *y, long ldy) {
+	int nb = K / 32;
+	long ps = (long)nb * LANE_BLK;
+	if (!xp) {
+		uint8_t *buf = (uint8_t *)weft_scratch(0, (weft_lane_prep_bytes(K, n) + 3) / 4);
+		if (!buf) return WEFT_ENOMEM;
+		weft_lane_prep(x, n, K, buf);
+		xp = buf;
+	}
+	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
+	// unpacked quants (4 x K bytes)
+	float *sc = weft_scratch(1, 12L * nb + (type != 8 ? (long)K : 0));
+	if (!sc) return WEFT_ENOMEM;
+	float *ds = sc, *cw = sc + 4L * nb, *dm = sc + 8L * nb;
+	uint8_t *q = (uint8_t *)(sc + 12L * nb);
+	for (int r = r0; r < r1; r += 4) {
+		int m = r1 - r < 4 ? r1 - r : 4;
+		const uint8_t *wr = w + (long)r * rowBytes;
+		if (type == 8) {
+			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
+			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
+		} else if (type == 12) {
+			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+		} else {
+			lane_unpack_q6k(wr, rowBytes, nb, m, q, ds, cw, dm);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 2);
+		}
+	}
+	return 0;
+}
+
+// ---- Q4_K and Q6_K below the lane GEMM: kern_i8.c's kernel, 64 bytes wide ----
+// The same arithmetic as i8k_row in kern_i8.c (per-256 activations of
+// weft_i8k_prep, vpmaddubsw pair sums scaled by vpmaddwd with the
+// sub-block's integer scale, one conversion and FMA per super-block), with
+// 512-bit integer vectors: one vpmaddubsw covers 64 columns where the AVX2
+// kernel needs two. Each 64-column group of Q4_K is one sub-block's low
+// nibbles then the next one's high nibbles, read with one 32-byte broadcast
+// and a masked shift (as vnni_row does), against 64 contiguous activations.
+// Before the float work the upper 8 int32 lanes are added onto the lower 8,
+// which gives lane for lane the integers of the AVX2 kernel (lane i holds
+// columns 4i..4i+3 of each 32-column half in both), so the float sums, and
+// the results, are the same bits on either kernel set.
+static inline __attribute__((always_inline)) __m256i k512_fold(__m512i v) {
+	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+static inline __attribute__((always_inline)) void k512_row(const int type, const uint8_t *row, int K, const int8_t *qx,
+							    const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
+	const int nsb = K / 256;
+	__m256 acc[4];
+	for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	// word index 0 in the low 16 words, 1 in the high 16 (vpermw picks a
+	// sub-block's scale for each 32-column half)
+	const __m512i half = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));
+#define K5X(t, col) _mm512_loadu_si512((const void *)(qx + (long)(t) * K + (col)))
+#define K5BS(t, sb) _mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb)))
+	if (type == 12) { // Q4_K: 144-byte super-blocks of 256
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
+			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
+			__m128i sm = kq_q4k_scales(sc); // bytes s0..s7, m0..m7
+			__m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm)); // words s0..s7
+			__m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)); // each min twice
+			__m512i isum[4];
+			for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
+			for (int j = 0; j < 4; j++) {
+				__m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+				__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(qq, 0xffff0000u, qq, 4), m4);
+				__m512i scl = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16((short)(2 * j))), s16);
+				int col = 256 * sb + 64 * j;
+				for (int t = 0; t < NT; t++)
+					isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, K5X(t, col)), scl));
+			}
+			for (int t = 0; t < NT; t++) {
+				float dx = dd[(long)t * nsb + sb];
+				__m256i mn = _mm256_madd_epi16(K5BS(t, sb), m16);
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(k512_fold(isum[t])), _mm256_set1_ps(d * dx), acc[t]);
+				acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mn), _mm256_set1_ps(dmin * dx), acc[t]);
+			}
+		}
+	} else { // Q6_K: 210-byte super-blocks: ql[128], qh[64], 16 int8 scales, f16 d
+		const __m512i m2 = _mm512_set1_epi8(0x03);
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = row + 210 * sb;
+			float d = _cvtsh_ss((uint16_t)(blk[208] | blk[209] << 8));
+			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 192)));
+			__m512i sc512 = _mm512_castsi256_si512(sc16);
+			__m512i isum[4];
+			__m256i off[4];
+			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j)
+			for (int t = 0; t < NT; t++) {
+				isum[t] = _mm512_setzero_si512();
+				off[t] = _mm256_slli_epi32(_mm256_madd_epi16(K5BS(t, sb), sc16), 5);
+			}
+			for (int h = 0; h < 2; h++) {
+				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+				__m512i L = _mm512_loadu_si512((const void *)ql);
+				__m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh));
+				for (int g2 = 0; g2 < 2; g2++) {
+					// columns 32g..32g+31 (low half) and 32(g+1).. (high half), g = 2*g2:
+					// low nibbles of ql[0..32) / ql[32..64) for g = 0, high nibbles for g = 2,
+					// with qh's bits 2g, 2g+1 (low half) and 2g+2, 2g+3 (high half)
+					__m512i lo = g2 == 0 ? _mm512_and_si512(L, m4) : _mm512_and_si512(_mm512_srli_epi16(L, 4), m4);
+					__m512i hg = _mm512_srli_epi16(H, 4 * g2);
+					__m512i hsh = _mm512_mask_srli_epi16(hg, 0xffff0000u, hg, 2);
+					__m512i q = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hsh, m2), 4));
+					// sub-blocks of 16: columns 32g..+15, +16..+31 in the low half (scales
+					// 8h+2g, 8h+2g+1), the same for g+1 in the high half
+					__m512i idx = _mm512_add_epi16(
+						_mm512_set1_epi16((short)(8 * h + 4 * g2)),
+						_mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+								 0, 0, 0, 0, 0, 0));
+					__m512i scl = _mm512_permutexvar_epi16(idx, sc512);
+					int col = 256 * sb + 128 * h + 64 * g2;
+					for (int t = 0; t < NT; t++)
+						isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, K5X(t, col)), scl));
+				}
+			}
+			for (int t = 0; t < NT; t++)
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(k512_fold(isum[t]), off[t])),
+							 _mm256_set1_ps(d * dd[(long)t * nsb + sb]), acc[t]);
+		}
+	}
+#undef K5X
+#undef K5BS
+	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(acc[t]);
+}
+
+// weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
+// (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
+// NULL to quantize here; rows walked as kern_i8.c walks them (KQ_FOR_ROWS).
+int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *prep, int n, float *y, long ldy) {
+	if ((type != 12 && type != 14) || K % 256 != 0) return WEFT_EUNSUPPORTED;
+	if (!prep) {
+		uint8_t *scr = (uint8_t *)weft_scratch(0, (weft_i8k_prep_bytes(K, n) + 3) / 4);
+		if (!scr) return WEFT_ENOMEM;
+		weft_i8k_prep(x, n, K, scr);
+		prep = scr;
+	}
+	const int nsb = K / 256, nbs = K / 16;
+	const int8_t *qx = (const int8_t *)prep;
+	const float *dd = (const float *)(prep + (long)n * K);
+	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
+#define K5_ROW12(NT) k512_row(12, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+#define K5_ROW14(NT) k512_row(14, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+	if (type == 12) {
+		KQ_FOR_ROWS(K5_ROW12)
+	} else {
+		KQ_FOR_ROWS(K5_ROW14)
+	}
+#undef K5_ROW12
+#undef K5_ROW14
+	return 0;
+}
+#endif

@@ -1,0 +1,278 @@
+//go:build cgo
+
+// kernels.c: the run-time dispatch of package kernels' C kernels (the entry
+// points kernels.h declares for Go) and the rules that pick a kernel by
+// token count. Go passes the ISA it found at start-up (cpu.go); the per-ISA
+// kernels live in kern_gen.c, kern_avx2.c, kern_avx512.c, kern_vnni.c and
+// kern_i8.c, the per-thread scratch they share in scratch.c. Its two
+// globals are its own (static): the injected test failure, set only
+// through weft_inject_failure, and the cached F16 GEMM threshold.
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "kernels.h"
+
+// weft_fault: the status weft_inject_failure asked every weft_matmul to
+// return (WEFT_OK: none). The tests use it to reach every caller's error
+// path; a relaxed atomic load costs nothing beside a kernel call.
+static int weft_fault;
+
+void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __ATOMIC_RELAXED); }
+
+// Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N,
+// Q8_0, Q4_K and Q6_K take the int8 lane GEMM (kern_vnni.c), whose 4-byte
+// weight broadcast feeds 64 products; below WEFT_VNNI_MAX_N the integer row
+// kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
+// dot-product kernel runs; from it the packed GEMM (weights transposed per
+// tile, tokens broadcast), whose per-tile transposition pays off only over
+// many tokens. The AVX-512 build takes the GEMM earlier (weft_gemm_pays),
+// and both x86 builds take it from a few tokens for short rows
+// (weft_gemm_short_rows). Tokens along the vector lanes pay only in int8: a
+// float lane GEMM is slower than the dot-product kernel at 64-128 tokens.
+//
+// AVX2 CPUs without VNNI take the integer row kernels (kern_i8.c) below
+// WEFT_I8_MAX_N tokens for Q8_0 and Q4_0 and below WEFT_I8_MAX_N_K for Q4_K
+// and Q6_K: they beat the float kernels several times over for one token
+// and lose from 64, where the float kernels share each dequantized row
+// among more tokens; the K-quants, with per-256 activations, hold out
+// longer. AVX-512 VNNI CPUs take them too for Q4_K and Q6_K below
+// WEFT_LANE_MIN_N: one FMA per super-block, where the VNNI row kernel
+// scales every 64 columns in float; there the same kernel runs 512 bits
+// wide (weft_k512_matmul in kern_vnni.c), with the same results. The
+// figures behind each threshold are in BENCHMARKS.md §1.
+
+// weft_f16_gemm_n: the token count from which F16 takes the packed GEMM in
+// the AVX-512 build (0 until weft_f16_gemm_from has looked at the CPU).
+static int weft_f16_gemm_n;
+
+// weft_f16_gemm_from: F16's dot-product kernel converts the rows in
+// registers for every group of 4 tokens, the GEMM once per 32-row tile for
+// all tokens, with 2 x 12 accumulators fed by one FMA each per k. The rule:
+// Intel's AVX-512 cores take the GEMM from one full 12-token panel
+// (WEFT_F16_GEMM_N); AMD from family 25 on (Zen 4, which runs each 512-bit
+// FMA as two halves, and Zen 5, which converts and multiplies in registers
+// fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens. The
+// figures behind it, per machine and shape, are in BENCHMARKS.md §1 (what
+// bounds the CPU runtime: kernel choice by batch size). Each CPU always
+// gets the same answer, so a product's kernel never changes from one run
+// to the next.
+static int weft_f16_gemm_from(void) {
+	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
+	if (v) return v;
+	v = WEFT_F16_GEMM_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_N : WEFT_GEMM_BIG_N;
+#if WEFT_X86
+	unsigned a, b, c, d;
+	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
+		unsigned fam = (a >> 8) & 0xf;
+		if (fam == 0xf) fam += (a >> 20) & 0xff;
+		if (fam >= 0x19) v = WEFT_GEMM_BIG_N;
+	}
+#endif
+	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+// weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
+// its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
+// the dot-product kernel slows down), and from 96 (F32: no dequantization
+// to share) or 48 (quantized types) for shorter ones. F16 follows
+// weft_f16_gemm_from.
+int weft_gemm_pays(int type, int K, int n) {
+	if (type == 1) return n >= weft_f16_gemm_from();
+	if (n < WEFT_VNNI_MAX_N) return 0;
+	if (K >= 1536) return 1;
+	return n >= (type == 0 ? 96 : 48);
+}
+
+// weft_gemm_short_rows: short rows take the packed GEMM from a few tokens
+// on (AVX2 and AVX-512 builds): the dot-product kernel ends each output
+// with a horizontal sum, which for a row of 64 costs about as much as its
+// multiply-adds, and for the head dims of tiny models (8-32, attention's
+// Q·Kᵀ) several times more. From K = 256 the two are about even.
+int weft_gemm_short_rows(int K, int n) {
+	return (K <= 32 && n >= 4) || (K <= 64 && n >= 8) || (K <= 192 && n >= 24);
+}
+
+// weft_tile_rows: rows dequantized per tile. Few tokens: 4 rows (the tile
+// stays in L1 for the one pass). More: WEFT_TILE_FLOATS of f32, a tile of
+// few long rows rather than many, so that it stays in L1 while every token
+// passes it.
+int weft_tile_rows(int K, int n) {
+	if (n <= 4) return 4;
+	int rb = WEFT_TILE_FLOATS / (K > 0 ? K : 1);
+	if (rb < 4) rb = 4;
+	if (rb > 64) rb = 64;
+	return rb & ~3;
+}
+
+int weft_nsel(int *isa, int n) {
+	int inv = *isa & WEFT_INVARIANT;
+	*isa &= WEFT_ISA_MASK;
+	return inv ? 1 : n;
+}
+
+// weft_uses_lane: whether weft_matmul takes the int8 lane GEMM.
+static int weft_uses_lane(int isa, int type, int K, int n) {
+#if WEFT_X86
+	return isa == WEFT_VNNI && n >= WEFT_LANE_MIN_N && weft_lane_ok(type, K);
+#else
+	(void)isa, (void)type, (void)K, (void)n;
+	return 0;
+#endif
+}
+
+// weft_uses_i8: whether an AVX2 (or AVX-512 without VNNI) CPU takes the
+// integer row kernels of kern_i8.c.
+static int weft_uses_i8(int isa, int type, int K, int n) {
+#if WEFT_X86
+	int maxn = weft_i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
+	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block
+		return weft_i8_kquant(type) && n < WEFT_LANE_MIN_N && weft_i8_ok(type, K);
+	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && weft_i8_ok(type, K);
+#else
+	(void)isa, (void)type, (void)K, (void)n;
+	return 0;
+#endif
+}
+
+// weft_act_block: 256 for the AVX2 K-quant kernels (weft_i8k_prep), 32
+// elsewhere.
+int weft_act_block(int isa, int type, int K, int n) {
+	n = weft_nsel(&isa, n);
+#if WEFT_X86
+	if (weft_uses_i8(isa, type, K, n) && weft_i8_kquant(type)) return 256;
+#endif
+	(void)isa, (void)type, (void)K, (void)n;
+	return 32;
+}
+
+// weft_uses_vnni_rows: whether weft_matmul takes the VNNI row kernels
+// (kern_vnni.c) when neither the lane GEMM nor kern_i8.c takes the product.
+#if WEFT_X86
+static int weft_uses_vnni_rows(int isa, int type, int K, int n) {
+	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && weft_vnni_ok(type, K);
+}
+#endif
+
+int weft_uses_vnni(int isa, int type, int K, int n) {
+	n = weft_nsel(&isa, n);
+#if WEFT_X86
+	return weft_uses_lane(isa, type, K, n) || weft_uses_i8(isa, type, K, n) || weft_uses_vnni_rows(isa, type, K, n);
+#else
+	(void)isa, (void)type, (void)K, (void)n;
+	return 0;
+#endif
+}
+
+int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
+	*bytes = 0;
+	int nsel = weft_nsel(&isa, n);
+#if WEFT_X86
+	if (weft_uses_lane(isa, type, K, nsel)) {
+		*bytes = weft_lane_prep_bytes(K, n);
+		return WEFT_PREP_LANE;
+	}
+	if (weft_uses_i8(isa, type, K, nsel)) {
+		if (weft_i8_kquant(type)) {
+			*bytes = weft_i8k_prep_bytes(K, n);
+			return WEFT_PREP_I8K;
+		}
+		*bytes = weft_i8_prep_bytes(K, n);
+		return WEFT_PREP_I8;
+	}
+	if (weft_uses_vnni_rows(isa, type, K, nsel)) {
+		*bytes = weft_vnni_prep_floats(K, n) * 4;
+		return WEFT_PREP_VNNI;
+	}
+#else
+	(void)isa, (void)type, (void)K, (void)n, (void)nsel;
+#endif
+	return WEFT_PREP_NONE;
+}
+
+void weft_prep(int kind, const float *x, int n, int K, void *out) {
+#if WEFT_X86
+	if (kind == WEFT_PREP_LANE) weft_lane_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_VNNI) weft_vnni_prep(x, n, K, (float *)out);
+	if (kind == WEFT_PREP_I8) weft_i8_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_I8K) weft_i8k_prep(x, n, K, (uint8_t *)out);
+#else
+	(void)kind, (void)x, (void)n, (void)K, (void)out;
+#endif
+}
+
+int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		const void *prep, int n, float *y, long ldy) {
+	int fault = __atomic_load_n(&weft_fault, __ATOMIC_RELAXED);
+	if (fault != WEFT_OK) return fault;
+	int nsel = weft_nsel(&isa, n);
+#if WEFT_X86
+	if (weft_uses_lane(isa, type, K, nsel))
+		return weft_lane_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+	if (weft_uses_i8(isa, type, K, nsel)) {
+		if (isa == WEFT_VNNI) // Q4_K, Q6_K: the same kernel 512 bits wide, the same bits
+			return weft_k512_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+		return weft_i8_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
+	}
+	if (weft_uses_vnni_rows(isa, type, K, nsel))
+		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
+	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
+	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
+#else
+	(void)isa, (void)prep;
+#endif
+	return weft_matmul_gen(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
+}
+
+// The vector kernels: the best of the three float builds the ISA allows
+// (the VNNI selector runs the AVX-512 ones).
+#if WEFT_X86
+#define WEFT_PICK(isa, name, ...)                                                                                  \
+	do {                                                                                                       \
+		if ((isa) >= WEFT_AVX512) return name##_avx512(__VA_ARGS__);                                       \
+		if ((isa) == WEFT_AVX2) return name##_avx2(__VA_ARGS__);                                           \
+		return name##_gen(__VA_ARGS__);                                                                    \
+	} while (0)
+#else
+#define WEFT_PICK(isa, name, ...)                                                                                  \
+	do {                                                                                                       \
+		(void)(isa);                                                                                       \
+		return name##_gen(__VA_ARGS__);                                                                    \
+	} while (0)
+#endif
+
+float weft_dot(int isa, const float *a, const float *b, long n) { WEFT_PICK(isa, weft_dot, a, b, n); }
+
+void weft_f16_to_f32s(int isa, float *dst, const uint16_t *src, long n) {
+	WEFT_PICK(isa, weft_f16_to_f32s, dst, src, n);
+}
+
+void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n) {
+	WEFT_PICK(isa, weft_f32_to_f16s, dst, src, n);
+}
+
+void weft_exps(int isa, float *dst, const float *src, long n) { WEFT_PICK(isa, weft_exps, dst, src, n); }
+
+void weft_silu_mul(int isa, float *gate, const float *up, long n) { WEFT_PICK(isa, weft_silu_mul, gate, up, n); }
+
+void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols) {
+	WEFT_PICK(isa, weft_mulvect, y, a, x, rows, cols);
+}
+
+void weft_round_f16s(int isa, float *dst, const float *src, long n) { WEFT_PICK(isa, weft_round_f16s, dst, src, n); }
+
+void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
+		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
+		 const float *sinks, float *scratch) {
+	// Heads narrower than 16 (stories260K's 8) or not a multiple of it run
+	// faster in the 8-wide build than in the 16-wide one's tails.
+	if (isa >= WEFT_AVX512 && hd % 16 != 0 && hd % 8 == 0) isa = WEFT_AVX2;
+	if (wh) WEFT_PICK(isa, watt_attend_h, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
+	WEFT_PICK(isa, watt_attend_f, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
+}
+
+void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
+			 const float *sinks, int wh) {
+	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, sinks, wh);
+}

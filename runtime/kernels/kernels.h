@@ -1,0 +1,221 @@
+// kernels.h: the prototypes of package kernels' C kernels, the header the
+// cgo preambles (kernels_cgo.go, attn_cgo.go) and the C translation units
+// include. It declares, and defines nothing but constants.
+//
+// Translation units (cgo compiles every .c file of the package; each is
+// built only with cgo, see its go:build line; no .c file includes another):
+//   kernels.c      run-time dispatch (the weft_* and watt_* entry points Go
+//                  calls), the token-count thresholds
+//   scratch.c      the per-thread scratch arena (scratch.h), its only owner
+//   kern_gen.c     portable kernels (the compiler's baseline vectors)
+//   kern_avx2.c    AVX2 + FMA + F16C kernels            (amd64 only)
+//   kern_avx512.c  AVX-512 F/BW/VL/DQ kernels           (amd64 only)
+//   kern_vnni.c    AVX-512 VNNI int8 kernels            (amd64 only)
+//   kern_i8.c      AVX2 int8 kernels for CPUs without VNNI (amd64 only)
+//   kern_peak.c    the arithmetic peaks and the memory stream of weft bench
+// kern_gen.c, kern_avx2.c and kern_avx512.c instantiate the same fragments
+// (body_matmul.h, body_attn.h, with body_exp.h and body_f16.h inside them)
+// once each, under their own GCC target pragma and name suffix;
+// body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
+// share (the Q4_K scales, the closing sum, the walk over rows). Fragments
+// are included only by those .c files, never by this header or by each
+// other in a cycle. The units share no mutable data but the scratch arena,
+// reached only through weft_scratch.
+#ifndef WEFT_KERNELS_H
+#define WEFT_KERNELS_H
+
+#include <stdint.h>
+
+// WEFT_X86: build the x86 SIMD kernels (-DWEFT_PORTABLE_ONLY checks the
+// portable code alone on an x86 host).
+#if defined(__x86_64__) && !defined(WEFT_PORTABLE_ONLY)
+#define WEFT_X86 1
+#else
+#define WEFT_X86 0
+#endif
+
+// ISA selectors passed from Go (activeISA - isaC), with WEFT_INVARIANT
+// or-ed in for batch-invariant products: the kernel is then chosen as for
+// one token whatever n is, so that a token's result never depends on the
+// other tokens of the call (weft_nsel; see SetBatchInvariant in Go).
+enum { WEFT_GEN = 0, WEFT_AVX2 = 1, WEFT_AVX512 = 2, WEFT_VNNI = 3, WEFT_ISA_MASK = 0xff, WEFT_INVARIANT = 0x100 };
+
+// Status codes of the kernels that can fail (weft_matmul); Go turns each
+// into an error (kernelError).
+enum {
+	WEFT_OK = 0,
+	WEFT_EUNSUPPORTED = -1, // the kernel has no code for this weight type or row length
+	WEFT_ENOMEM = -2,       // a thread's scratch buffer could not be allocated
+};
+
+// Activations prepared once per product job and shared by its row chunks
+// (weft_prep_kind; WEFT_PREP_NONE: the kernel uses x as it is): quantized
+// and packed in lanes, or quantized per row. The float GEMM packs its
+// panels per chunk, on each worker, so that no worker waits for the caller
+// to pack them.
+enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3, WEFT_PREP_I8K = 4 };
+
+// ---- token-count thresholds (kernels.c states the measurements' rules) ----
+
+// Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
+// kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_K and
+// Q6_K take the int8 lane GEMM: its 16-token panels, half empty at 8
+// tokens, already match the row kernels there, which read each row once
+// per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
+#define WEFT_VNNI_MAX_N 24
+#define WEFT_LANE_MIN_N 8
+// Below WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K)
+// tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
+#ifndef WEFT_I8_MAX_N
+#define WEFT_I8_MAX_N 16
+#endif
+#ifndef WEFT_I8_MAX_N_K
+#define WEFT_I8_MAX_N_K 48
+#endif
+// From WEFT_GEMM_BIG_N tokens every build takes the packed GEMM.
+#ifndef WEFT_GEMM_BIG_N
+#define WEFT_GEMM_BIG_N 160
+#endif
+// From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
+// build on Intel; AMD from Zen 4 on keeps the dot kernel up to
+// WEFT_GEMM_BIG_N (weft_f16_gemm_from).
+#ifndef WEFT_F16_GEMM_N
+#define WEFT_F16_GEMM_N 12
+#endif
+// WEFT_GEMM_KC: K block of the packed GEMM (the weight tile's block,
+// GMR x KC floats, stays in L1 while the token panels pass it).
+// WEFT_GEMM_GROUP: floats of transposed weights (a group of 32-row tiles)
+// the packed GEMM prepares before its K-block loop, 1 MiB.
+#ifndef WEFT_GEMM_GROUP
+#define WEFT_GEMM_GROUP (256 << 10)
+#endif
+#ifndef WEFT_GEMM_KC
+#define WEFT_GEMM_KC 128
+#endif
+// WEFT_F16_TILE_N: from this many tokens the AVX2 build converts F16 rows
+// into the float tile once instead of in registers per token group.
+#ifndef WEFT_F16_TILE_N
+#define WEFT_F16_TILE_N 8
+#endif
+// WEFT_TILE_FLOATS: the dot-product kernel's dequantized weight tile for
+// more than 4 tokens, 32 KiB, so it stays in L1 while the tokens pass it.
+#ifndef WEFT_TILE_FLOATS
+#define WEFT_TILE_FLOATS 8192
+#endif
+
+// ---- entry points called from Go (kernels.c, kern_peak.c) ----
+
+// weft_matmul: rows [r0, r1) of y = W x for n tokens (y[t*ldy + r]). prep
+// is weft_prep's output for x (of kind weft_prep_kind(isa, type, K, n)) or
+// NULL. Returns WEFT_OK or a WEFT_E* status.
+int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		const void *prep, int n, float *y, long ldy);
+// weft_prep_kind: the WEFT_PREP_* kind of preparation the kernel for this
+// product wants, and (*bytes) the buffer weft_prep fills for it.
+int weft_prep_kind(int isa, int type, int K, int n, long *bytes);
+void weft_prep(int kind, const float *x, int n, int K, void *out);
+// weft_uses_vnni: whether weft_matmul quantizes the activations to 8 bits.
+int weft_uses_vnni(int isa, int type, int K, int n);
+// weft_act_block: the columns that share one activation scale where
+// weft_uses_vnni holds.
+int weft_act_block(int isa, int type, int K, int n);
+// weft_inject_failure makes every later weft_matmul return status (tests;
+// WEFT_OK restores normal operation).
+void weft_inject_failure(int status);
+
+float weft_dot(int isa, const float *a, const float *b, long n);
+void weft_f16_to_f32s(int isa, float *dst, const uint16_t *src, long n);
+void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n);
+void weft_exps(int isa, float *dst, const float *src, long n);
+void weft_silu_mul(int isa, float *gate, const float *up, long n);
+void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols);
+void weft_round_f16s(int isa, float *dst, const float *src, long n);
+
+// watt_attend: one token's attention for nq query heads of one KV group
+// over positions lo..n-1 of a paged cache; wh selects the F16 cache (k, v
+// are uint16_t) or the F32 one. q and out hold nq rows of hd floats;
+// scratch holds nq*(hd+n-lo) floats. sinks is NULL or holds one logit per
+// query head that joins its softmax without a value (attention sinks). Isa
+// is at most WEFT_AVX512.
+void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
+		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
+		 const float *sinks, float *scratch);
+// watt_softmax_causal: the causal (window > 0: sliding-window) softmax of a
+// prompt chunk's score rows (sinks: NULL or one per head, rows/T of them).
+void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
+			 const float *sinks, int wh);
+
+// weft_peak runs iters rounds of 12 independent instructions on this
+// thread and returns the operations done: float FMAs (kind 0) or VNNI int8
+// dot products (kind 1; 0 where the CPU has none). sink keeps the result.
+double weft_peak(int isa, int kind, long iters, double *sink);
+// weft_stream_sum reads n floats once and returns their sum (in any order),
+// for the memory and cache bandwidths.
+float weft_stream_sum(int isa, const float *p, long n);
+
+// ---- shared by the translation units ----
+
+// The thresholds' rules (kernels.c): whether the AVX-512 build takes the
+// packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
+// tokens; how many rows the dot-product kernel dequantizes per tile.
+int weft_gemm_pays(int type, int K, int n);
+int weft_gemm_short_rows(int K, int n);
+int weft_tile_rows(int K, int n);
+// weft_nsel: the token count that picks the kernel for n tokens (1 under
+// WEFT_INVARIANT); it clears the flag from *isa.
+int weft_nsel(int *isa, int n);
+
+// The per-ISA kernel sets (body_matmul.h and body_attn.h instantiated by
+// kern_gen.c, kern_avx2.c and kern_avx512.c). matmul returns a WEFT_*
+// status like weft_matmul.
+#define WEFT_ISA_PROTOS(S)                                                                                         \
+	int weft_matmul##S(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n,    \
+			   int nsel, float *y, long ldy);                                                          \
+	float weft_dot##S(const float *a, const float *b, long n);                                                   \
+	void weft_exps##S(float *dst, const float *src, long n);                                                     \
+	void weft_silu_mul##S(float *gate, const float *up, long n);                                                 \
+	void weft_mulvect##S(float *y, const float *a, const float *x, long rows, long cols);                        \
+	void weft_round_f16s##S(float *dst, const float *src, long n);                                               \
+	void weft_f16_to_f32s##S(float *dst, const uint16_t *src, long n);                                           \
+	void weft_f32_to_f16s##S(uint16_t *dst, const float *src, long n);                                           \
+	void watt_attend_h##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
+			      long bs, long stride, long off, int hd, int lo, int n, float scale,                   \
+			      const float *sinks, float *scratch);                                                  \
+	void watt_attend_f##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
+			      long bs, long stride, long off, int hd, int lo, int n, float scale,                   \
+			      const float *sinks, float *scratch);                                                  \
+	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
+				    const float *sinks, int wh);
+WEFT_ISA_PROTOS(_gen)
+#if WEFT_X86
+WEFT_ISA_PROTOS(_avx2)
+WEFT_ISA_PROTOS(_avx512)
+
+// kern_vnni.c: integer row kernels for few tokens and the int8 lane GEMM.
+int weft_vnni_ok(int type, int K);
+long weft_vnni_prep_floats(int K, int n);
+void weft_vnni_prep(const float *x, int n, int K, float *out);
+int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const float *prep, int n, float *y, long ldy);
+int weft_lane_ok(int type, int K);
+long weft_lane_prep_bytes(int K, int n);
+void weft_lane_prep(const float *x, int n, int K, uint8_t *out);
+int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *xp, int n, float *y, long ldy);
+// weft_k512_matmul: kern_i8.c's Q4_K / Q6_K kernel with 512-bit integer
+// vectors, the same results bit for bit (prep: weft_i8k_prep's layout).
+int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		     const uint8_t *prep, int n, float *y, long ldy);
+
+// kern_i8.c: AVX2 integer row kernels.
+int weft_i8_ok(int type, int K);
+int weft_i8_kquant(int type);
+long weft_i8_prep_bytes(int K, int n);
+void weft_i8_prep(const float *x, int n, int K, uint8_t *out);
+long weft_i8k_prep_bytes(int K, int n);
+void weft_i8k_prep(const float *x, int n, int K, uint8_t *out);
+int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		   const uint8_t *prep, int n, float *y, long ldy);
+#endif
+
+#endif

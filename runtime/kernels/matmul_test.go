@@ -1,0 +1,244 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+var allTypes = []gguf.Type{
+	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1,
+	gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+}
+
+// scaleOffsets lists where each block type keeps its f16 scales, so random
+// test blocks get finite, moderate scales.
+var scaleOffsets = map[gguf.Type][]int{
+	gguf.TypeQ8_0: {0}, gguf.TypeQ4_0: {0}, gguf.TypeQ4_1: {0, 2}, gguf.TypeQ5_0: {0}, gguf.TypeQ5_1: {0, 2},
+	gguf.TypeQ2_K: {80, 82}, gguf.TypeQ3_K: {108}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208},
+}
+
+// randomWeight builds a rows x cols weight of type typ with random content.
+func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) quant.Weight {
+	rb, err := typ.RowBytes(cols)
+	if err != nil {
+		panic(err)
+	}
+	data := make([]byte, rows*rb)
+	switch typ {
+	case gguf.TypeF32:
+		for i := 0; i < len(data); i += 4 {
+			binary.LittleEndian.PutUint32(data[i:], math.Float32bits(float32(rng.NormFloat64())))
+		}
+	case gguf.TypeF16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], quant.F32ToF16(float32(rng.NormFloat64())))
+		}
+	case gguf.TypeBF16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], uint16(math.Float32bits(float32(rng.NormFloat64()))>>16))
+		}
+	default:
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		bs := typ.BlockSize()
+		for b := 0; b < len(data); b += bs {
+			for _, off := range scaleOffsets[typ] {
+				binary.LittleEndian.PutUint16(data[b+off:], quant.F32ToF16(float32(rng.Float64()*0.02+0.001)))
+			}
+		}
+	}
+	return quant.Weight{Type: typ, Rows: rows, Cols: cols, Data: data}
+}
+
+func randomVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// TestMatMulMatchesReference runs every kernel set this CPU has against the
+// float64 reference for every type, several shapes and token counts.
+func TestMatMulMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	type shape struct{ rows, cols int }
+	for _, typ := range allTypes {
+		var shapes []shape
+		switch typ.BlockLen() {
+		case 1:
+			shapes = []shape{{1, 1}, {3, 17}, {37, 172}, {64, 64}, {301, 768}}
+		case 32:
+			shapes = []shape{{1, 32}, {5, 64}, {37, 96}, {301, 768}}
+		default:
+			shapes = []shape{{1, 256}, {7, 256}, {33, 512}, {301, 768}}
+		}
+		for _, sh := range shapes {
+			w := randomWeight(rng, typ, sh.rows, sh.cols)
+			for _, n := range []int{1, 2, 3, 9, 17, 64, 200} {
+				if limit := 4_000_000; raceEnabled && sh.rows*sh.cols*n > limit/8 || sh.rows*sh.cols*n > limit {
+					continue
+				}
+				x := randomVec(rng, n*sh.cols)
+				want := make([]float32, n*sh.rows)
+				matMulRef(want, w, x, n)
+				bound := make([]float64, n*sh.rows) // sum |w||x| per output
+				// qbound[blk]: sum |w| * (x block amax / 254), the 8-bit
+				// rounding of x with one scale per blk columns (32, or 256
+				// for the AVX2 K-quant kernels)
+				qbound := map[int][]float64{32: make([]float64, n*sh.rows), 256: make([]float64, n*sh.rows)}
+				row := make([]float32, sh.cols)
+				for r := range sh.rows {
+					w.Row(r, row)
+					for tok := range n {
+						xt := x[tok*sh.cols : (tok+1)*sh.cols]
+						for k, v := range row {
+							bound[tok*sh.rows+r] += math.Abs(float64(v) * float64(xt[k]))
+						}
+						for blk, qb := range qbound {
+							amax := 0.0
+							for k, v := range row {
+								if k%blk == 0 {
+									amax = 0
+									for _, xv := range xt[k:min(k+blk, len(xt))] {
+										amax = max(amax, math.Abs(float64(xv)))
+									}
+								}
+								qb[tok*sh.rows+r] += math.Abs(float64(v)) * amax / 254
+							}
+						}
+					}
+				}
+				for _, isa := range availableISAs() {
+					name := fmt.Sprintf("%v/%dx%d/n=%d/%v", typ, sh.rows, sh.cols, n, isa)
+					old := setISA(isa)
+					quantized := usesQuantizedActivations(isa, w, n)
+					qb := qbound[activationBlock(isa, w, n)]
+					got := make([]float32, n*sh.rows+1)
+					got[len(got)-1] = 42 // guard
+					err := MatMul(got, w, x, n)
+					setISA(old)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if got[len(got)-1] != 42 {
+						t.Errorf("%s: wrote past n*Rows", name)
+					}
+					bad := 0
+					for i := range want {
+						tol := 1e-5*bound[i] + 1e-6
+						if quantized {
+							tol += 1.01 * qb[i]
+						}
+						if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
+							if bad < 3 {
+								t.Errorf("%s: y[%d] = %g, want %g (tol %g)", name, i, got[i], want[i], tol)
+							}
+							bad++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMatMulConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := randomWeight(rng, gguf.TypeQ8_0, 512, 768)
+	x := randomVec(rng, 4*768)
+	want := make([]float32, 4*512)
+	MatMul(want, w, x, 4)
+	done := make(chan []float32)
+	for range 4 {
+		go func() {
+			y := make([]float32, 4*512)
+			MatMul(y, w, x, 4)
+			done <- y
+		}()
+	}
+	for range 4 {
+		y := <-done
+		for i := range y {
+			if y[i] != want[i] {
+				t.Fatalf("concurrent MatMul differs at %d: %g vs %g", i, y[i], want[i])
+			}
+		}
+	}
+}
+
+func TestMatMulPanicsOnBadShapes(t *testing.T) {
+	w := quant.Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 32)}
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"short x", func() { MatMul(make([]float32, 2), w, make([]float32, 3), 1) }},
+		{"short y", func() { MatMul(make([]float32, 1), w, make([]float32, 4), 1) }},
+		{"short data", func() {
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeF32, Rows: 2, Cols: 4, Data: make([]byte, 31)}, make([]float32, 4), 1)
+		}},
+		{"bad type", func() {
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeQ8_K, Rows: 1, Cols: 256, Data: make([]byte, 292)}, make([]float32, 256), 1)
+		}},
+		{"cols not whole blocks", func() {
+			MatMul(make([]float32, 2), quant.Weight{Type: gguf.TypeQ8_0, Rows: 1, Cols: 33, Data: make([]byte, 34)}, make([]float32, 33), 1)
+		}},
+	}
+	for _, c := range cases {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			c.f()
+		}()
+	}
+}
+
+// TestMatMulsMatchesMatMul checks that products computed together as one
+// job equal the same products computed one by one.
+func TestMatMulsMatchesMatMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	ws := []quant.Weight{
+		randomWeight(rng, gguf.TypeQ8_0, 768, 768),
+		randomWeight(rng, gguf.TypeQ4_K, 256, 768),
+		randomWeight(rng, gguf.TypeF16, 100, 768),
+		randomWeight(rng, gguf.TypeF32, 3, 768),
+	}
+	for _, n := range []int{1, 5, 30} {
+		x := randomVec(rng, n*768)
+		var ps []Product
+		var want [][]float32
+		for _, w := range ws {
+			y := make([]float32, n*w.Rows)
+			if err := MatMul(y, w, x, n); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, y)
+			ps = append(ps, Product{Y: make([]float32, n*w.Rows), W: w, X: x})
+		}
+		if err := MatMuls(n, ps...); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range ps {
+			amax := 0.0
+			for _, v := range want[i] {
+				amax = max(amax, math.Abs(float64(v)))
+			}
+			for k := range p.Y {
+				if d := math.Abs(float64(p.Y[k] - want[i][k])); d > 1e-6*amax {
+					t.Fatalf("n=%d product %d (%v): y[%d] = %g, want %g", n, i, p.W.Type, k, p.Y[k], want[i][k])
+				}
+			}
+		}
+	}
+}
