@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
@@ -274,6 +277,67 @@ func TestSwiGLUOAI(t *testing.T) {
 		want := g / (1 + math.Exp(-1.702*g)) * (u + 1)
 		if math.Abs(float64(gate[0])-want) > 1e-6*math.Max(1, math.Abs(want)) {
 			t.Errorf("swigluOAI(%v, %v) = %v, want %v", c.g, c.u, gate[0], want)
+		}
+	}
+}
+
+// TestGeneratedMoEForward runs tiny models that llama.Generate writes for
+// each MoE architecture (the gen-model presets' layout at a test's scale):
+// they load, their logits are finite, and a prompt fed whole gives the
+// same bits, with kernels.SetBatchInvariant, as fed one token per step
+// (the KV cache, the window and the experts see the same rows either way).
+func TestGeneratedMoEForward(t *testing.T) {
+	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
+	for _, arch := range []string{"qwen3moe", "gpt-oss"} {
+		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
+			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
+				g := &llama.MoEGen{Arch: arch, Experts: 4, Used: 2, FFN: 32}
+				if arch == "qwen3moe" {
+					g.HeadDim = 32
+				} else {
+					g.Window, g.YarnFactor, g.YarnOrigContext = 4, 4, 16
+				}
+				c := llama.GenConfig{Name: "tiny-" + arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, ContextLen: 256,
+					VocabSize: 300, Type: typ, Seed: 5, MoE: g}
+				var buf bytes.Buffer
+				if err := llama.Generate(c, &buf); err != nil {
+					t.Fatal(err)
+				}
+				f, err := gguf.Parse(buf.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := llama.FromGGUF(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				prompt := []int32{1, 40, 77, 123, 9, 250, 31, 64, 200, 17}
+				whole := make([]float32, m.HP.VocabSize)
+				st := batch.SeqStep{Seq: 1, Tokens: prompt, Blocks: []int32{0}}
+				if err := b.Forward(context.Background(), []batch.SeqStep{st}, [][]float32{whole}); err != nil {
+					t.Fatal(err)
+				}
+				var step []float32
+				for i, tok := range prompt {
+					step = make([]float32, m.HP.VocabSize)
+					st := batch.SeqStep{Seq: 2, Tokens: []int32{tok}, Pos: i, Blocks: []int32{1}}
+					if err := b.Forward(context.Background(), []batch.SeqStep{st}, [][]float32{step}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i, v := range whole {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("logit %d = %v", i, v)
+					}
+				}
+				if d := cmp.Diff(whole, step); d != "" {
+					t.Errorf("prompt whole vs one token per step (-whole +steps):\n%s", d)
+				}
+			})
 		}
 	}
 }

@@ -174,3 +174,103 @@ func TestMoELoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// tinyMoE is a small MoE config for load tests: 64 wide, 2 layers, 4
+// experts of 32 (2 used), a generated 300-token vocabulary.
+func tinyMoE(arch string, typ gguf.Type) GenConfig {
+	g := &MoEGen{Arch: arch, Experts: 4, Used: 2, FFN: 32}
+	if arch == "qwen3moe" {
+		g.HeadDim = 32 // twice Dim/Heads, as Qwen3's
+	} else {
+		g.Window, g.YarnFactor, g.YarnOrigContext = 8, 4, 64
+	}
+	return GenConfig{Name: "tiny-" + arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, ContextLen: 256,
+		VocabSize: 300, Type: typ, Seed: 5, MoE: g}
+}
+
+// TestGenerateMoE writes tiny qwen3moe and gpt-oss models of each
+// gen-model type and loads them back: the loader must find what the
+// generator meant (experts, gating, windows, YaRN), and the same config
+// gives the same bytes.
+func TestGenerateMoE(t *testing.T) {
+	for _, arch := range []string{"qwen3moe", "gpt-oss"} {
+		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
+			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
+				c := tinyMoE(arch, typ)
+				var a, b bytes.Buffer
+				if err := Generate(c, &a); err != nil {
+					t.Fatal(err)
+				}
+				if err := Generate(c, &b); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Error("two runs of the same config differ")
+				}
+				f, err := gguf.Parse(a.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := FromGGUF(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := MoEParams{Experts: 4, Used: 2, FFN: 32, Gating: GatingSoftmax, Norm: true}
+				wantWindow := []int{0, 0}
+				if arch == "gpt-oss" {
+					want = MoEParams{Experts: 4, Used: 2, FFN: 32, Gating: GatingTopKSoftmax, SwiGLUAlpha: 1.702, SwiGLULimit: 7}
+					wantWindow = []int{8, 0}
+					if m.HP.Yarn == nil || m.HP.Yarn.Factor != 4 || m.HP.Yarn.OrigContextLen != 64 {
+						t.Errorf("YaRN %+v, want factor 4 over 64 positions", m.HP.Yarn)
+					}
+				} else if m.HP.HeadDim != 32 || m.Layers[0].QNorm == nil {
+					t.Errorf("head dim %d, q norm %v: want 32 and q/k norms", m.HP.HeadDim, m.Layers[0].QNorm != nil)
+				}
+				if d := cmp.Diff(want, m.HP.MoE); d != "" {
+					t.Errorf("MoEParams (-want +got):\n%s", d)
+				}
+				var window []int
+				for _, l := range m.Layers {
+					window = append(window, l.Window)
+					if l.MoE == nil || l.MoE.Gate[3].Type != typ {
+						t.Fatalf("experts not loaded as %v", typ)
+					}
+				}
+				if d := cmp.Diff(wantWindow, window); d != "" {
+					t.Errorf("windows (-want +got):\n%s", d)
+				}
+			})
+		}
+	}
+}
+
+// TestMoEPresets checks the gen-model MoE presets' sizes (about 1.5B
+// parameters, 0.2-0.35B used per token) and that a copy scaled down to
+// two layers and a generated vocabulary generates and loads.
+func TestMoEPresets(t *testing.T) {
+	for _, name := range []string{"qwen3moe-1.5b", "gptoss-1.5b"} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total, active := MoEParamCounts(c)
+			t.Logf("%s: %.3gB parameters, %.3gB per token", name, float64(total)/1e9, float64(active)/1e9)
+			if total < 1.3e9 || total > 1.7e9 || active < 0.2e9 || active > 0.35e9 {
+				t.Errorf("%d parameters, %d per token: want about 1.5B and 0.3B", total, active)
+			}
+			c.Layers, c.VocabSize, c.MoE.Experts = 2, 300, 2*c.MoE.Used
+			var buf bytes.Buffer
+			if err := Generate(c, &buf); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := FromGGUF(f); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
