@@ -1,9 +1,11 @@
 package cuda
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
@@ -103,4 +105,38 @@ func tinyModelNoT(typ gguf.Type) *llama.Model {
 		})
 	}
 	return m
+}
+
+// TestCheckModelArch2 loads real GGUFs: a llama model passes checkModel
+// (the loader's per-layer rope base and attention scale are the plain
+// ones), and qwen3 and gemma3 are refused before any upload with an error
+// wrapping llama.ErrUnsupported that names the missing feature.
+func TestCheckModelArch2(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"models/stories260K.gguf", ""},
+		{"synth/arch/models/synth-qwen2-256-F16.gguf", ""},
+		{"synth/arch2/models/synth-qwen3-256-F16.gguf", "per-head q/k RMS norms (architecture qwen3)"},
+		{"synth/arch2/models/synth-gemma3-256-F16.gguf", "input embedding scaling (architecture gemma3)"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := gguf.Open(shareddata.Path(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := llama.FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkModel(m)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("checkModel = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, llama.ErrUnsupported)):
+				t.Errorf("checkModel = %v, want an ErrUnsupported naming %q", err, tc.want)
+			}
+		})
+	}
 }

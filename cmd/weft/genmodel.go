@@ -22,9 +22,11 @@ func init() {
 func runGenModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF path (required)")
-	preset := fs.String("preset", "synth-110m", "model shape: synth-110m, tiny, or the mixture-of-experts qwen3moe-1.5b or gptoss-1.5b")
+	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
+		" (llama-3.2-1b, qwen3-1.7b, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
+		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all five with a generated 32000-token vocabulary)")
 	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, or Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers)")
-	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m and the MoE presets: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
+	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
 	if err := fs.Parse(args); err != nil {
 		return err

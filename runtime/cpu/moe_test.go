@@ -291,14 +291,13 @@ func TestGeneratedMoEForward(t *testing.T) {
 	for _, arch := range []string{"qwen3moe", "gpt-oss"} {
 		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
-				g := &llama.MoEGen{Arch: arch, Experts: 4, Used: 2, FFN: 32}
+				c := llama.GenConfig{Name: "tiny-" + arch, Arch: arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96,
+					ContextLen: 256, VocabSize: 300, Type: typ, Seed: 5, MoE: &llama.MoEGen{Experts: 4, Used: 2, FFN: 32}}
 				if arch == "qwen3moe" {
-					g.HeadDim = 32
+					c.HeadDim = 32
 				} else {
-					g.Window, g.YarnFactor, g.YarnOrigContext = 4, 4, 16
+					c.Window, c.MoE.YarnFactor, c.MoE.YarnOrigContext = 4, 4, 16
 				}
-				c := llama.GenConfig{Name: "tiny-" + arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, ContextLen: 256,
-					VocabSize: 300, Type: typ, Seed: 5, MoE: g}
 				var buf bytes.Buffer
 				if err := llama.Generate(c, &buf); err != nil {
 					t.Fatal(err)

@@ -192,11 +192,11 @@ static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32
 static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
 			   long off, int hd, int hv, int lo, int n, const int NQ, const int WH) {
 	const long m = n - lo;
-	for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
-		const int slot = (int)(p0 % bs);
-		const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd;
-		cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
-		AF(apf)(k, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+	long blk = lo / bs, slot = lo % bs; // one division; then whole blocks
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+		const long base = (long)blocks[blk] * stride + off + slot * hd;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
+		AF(apf)(k, blocks, blk + 1, bs, stride, off, hd, n, WH);
 		for (int r = 0; r < cnt; r++) {
 			const long ro = base + (long)r * hd;
 			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
@@ -227,12 +227,12 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 	for (int j = 0; j < NQ; j++)
 #pragma GCC unroll 4
 		for (int i = 0; i < NC; i++) a[j][i] = b[j][i] = (AF(avf)){0};
-	for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
-		const int slot = (int)(p0 % bs);
-		const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd + c;
-		cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
+	long blk = lo / bs, slot = lo % bs; // one division; then whole blocks
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+		const long base = (long)blocks[blk] * stride + off + slot * hd + c;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
 		const float *wp = w + (p0 - lo);
-		if (c == 0) AF(apf)(v, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+		if (c == 0) AF(apf)(v, blocks, blk + 1, bs, stride, off, hd, n, WH);
 		int r = 0;
 		if (NQ * NC <= 8) {
 			for (; r + 2 <= cnt; r += 2) {
@@ -393,10 +393,10 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 		for (; c < hd; c++) {
 			for (int i = 0; i < m; i++) {
 				float x = 0;
-				for (int p0 = lo, cnt; p0 < n; p0 += cnt) {
-					const int slot = (int)(p0 % bs);
-					const long base = (long)blocks[p0 / bs] * stride + off + (long)slot * hd + c;
-					cnt = n - p0 < bs - slot ? n - p0 : (int)bs - slot;
+				long blk = lo / bs, slot = lo % bs;
+				for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+					const long base = (long)blocks[blk] * stride + off + slot * hd + c;
+					cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
 					for (int r = 0; r < cnt; r++)
 						x += w[i * np + p0 - lo + r] * AF(aat)(v, base + (long)r * hd, WH);
 				}

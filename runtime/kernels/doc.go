@@ -171,13 +171,13 @@
 // heads of one KV group straight from a paged KV cache (PagedKV: the block
 // table and strides), converting F16 rows in registers: scores, ggml's
 // softmax (max, exp, float64 sum, F16 rounding of the weights for an F16
-// cache) and the weighted sum of V. The CPU backend uses them for decode
-// and short chunks; SoftmaxCausal serves long chunks between two MatMuls.
-// A sliding window starts the positions read at PagedKV.First
-// (SoftmaxCausal: its window argument masks each row). Attention sinks
-// (gpt-oss: one learned logit per query head) join the softmax as ggml's
-// soft_max takes them: the max runs over the sink too and exp(sink - max)
-// is added to the sum, but the sink has no value.
+// cache) and the weighted sum of V, over positions PagedKV.First..n-1 (a
+// sliding window skips the keys it hides). The CPU backend uses them for
+// decode and short chunks; SoftmaxCausal (causal, optionally windowed)
+// serves long chunks between two MatMuls. Attention sinks (gpt-oss: one
+// learned logit per query head) join the softmax as ggml's soft_max takes
+// them: the max runs over the sink too and exp(sink - max) is added to the
+// sum, but the sink has no value.
 //
 // # Vector helpers (vec.go)
 //

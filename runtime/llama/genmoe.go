@@ -10,42 +10,38 @@ import (
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
-// MoEGen shapes a generated mixture-of-experts model (GenConfig.MoE).
+// MoEGen shapes a generated mixture-of-experts model (GenConfig.MoE):
+// qwen3moe (q/k norms, softmax top-k renormalised) or gpt-oss (biases,
+// sinks, sliding windows on even layers, YaRN, top-k then softmax, clamped
+// SwiGLU), as GenConfig.Arch says.
 type MoEGen struct {
-	// Arch is "qwen3moe" (q/k norms, softmax top-k renormalised) or
-	// "gpt-oss" (biases, sinks, sliding windows on even layers, YaRN,
-	// top-k then softmax, clamped SwiGLU).
-	Arch string
-	// HeadDim is written as attention.key_length and value_length (0:
-	// Dim/Heads, no key).
-	HeadDim int
 	// Experts, Used and FFN are expert_count, expert_used_count and
 	// expert_feed_forward_length.
 	Experts, Used, FFN int
-	// Window is gpt-oss's attention.sliding_window.
-	Window int
 	// YarnFactor and YarnOrigContext are gpt-oss's rope.scaling.factor
 	// and original_context_length (its rope.scaling.type is yarn).
 	YarnFactor      float32
 	YarnOrigContext int
 }
 
-// moePresets are the MoE shapes of Preset; each takes its 32000-token
-// vocabulary from the caller, as synth-110m does.
+// moePresets are the MoE shapes of Preset, with a generated 32000-token
+// vocabulary as the dense 1B-class presets.
 var moePresets = map[string]GenConfig{
 	// Qwen3-30B-A3B's proportions (head_dim 128 = twice Dim/Heads, 4 KV
 	// heads, 8 experts of a wide pool per token) scaled to about 1.5B
-	// parameters in all and 0.3B used per token (MoEParamCounts).
-	"qwen3moe-1.5b": {Name: "synth-qwen3moe-1.5b", Dim: 1024, Layers: 18, Heads: 16, KVHeads: 4, FFN: 3072,
-		ContextLen: 4096, VocabSize: 32000, Type: gguf.TypeF16, Seed: 30,
-		MoE: &MoEGen{Arch: "qwen3moe", HeadDim: 128, Experts: 64, Used: 8, FFN: 384}},
+	// parameters in all and 0.3B used per token (MoEParamCounts); the
+	// expert width is a multiple of 256 so that every gen-model type,
+	// Q4_K_M's mix included, applies to every tensor.
+	"qwen3moe-1.5b": {Name: "weft-qwen3moe-1.5b-shape", Arch: "qwen3moe", Dim: 1024, Layers: 14, Heads: 16, KVHeads: 4,
+		HeadDim: 128, FFN: 3072, ContextLen: 4096, VocabSize: 32000, RopeBase: 1e6, Type: gguf.TypeF16, Seed: 30,
+		MoE: &MoEGen{Experts: 64, Used: 8, FFN: 512}},
 	// gpt-oss-20b's proportions (head_dim 64, 8 query heads per KV head,
 	// 32 experts of which 4 run, expert width = Dim, sliding window 128 on
 	// every other layer, YaRN with base 150000) scaled to about 1.5B in
 	// all and 0.25B used per token.
-	"gptoss-1.5b": {Name: "synth-gptoss-1.5b", Dim: 1024, Layers: 14, Heads: 16, KVHeads: 2, FFN: 1024,
-		ContextLen: 8192, VocabSize: 32000, Type: gguf.TypeF16, Seed: 20,
-		MoE: &MoEGen{Arch: "gpt-oss", Experts: 32, Used: 4, FFN: 1024, Window: 128, YarnFactor: 8, YarnOrigContext: 1024}},
+	"gptoss-1.5b": {Name: "weft-gptoss-1.5b-shape", Arch: "gpt-oss", Dim: 1024, Layers: 14, Heads: 16, KVHeads: 2, FFN: 1024,
+		ContextLen: 8192, VocabSize: 32000, RopeBase: 150000, Window: 128, Type: gguf.TypeF16, Seed: 20,
+		MoE: &MoEGen{Experts: 32, Used: 4, FFN: 1024, YarnFactor: 8, YarnOrigContext: 1024}},
 }
 
 // MoEParamCounts returns the parameters of the model c describes and those
@@ -54,8 +50,8 @@ var moePresets = map[string]GenConfig{
 func MoEParamCounts(c GenConfig) (total, active int64) {
 	g := c.MoE
 	hd := int64(c.Dim / c.Heads)
-	if g.HeadDim != 0 {
-		hd = int64(g.HeadDim)
+	if c.HeadDim != 0 {
+		hd = int64(c.HeadDim)
 	}
 	d, v := int64(c.Dim), int64(c.VocabSize)
 	attn := d*hd*int64(c.Heads)*2 + d*hd*int64(c.KVHeads)*2
@@ -66,22 +62,19 @@ func MoEParamCounts(c GenConfig) (total, active int64) {
 	return total, active
 }
 
+// validate checks the experts' shape (GenConfig.validate has checked the
+// rest).
 func (g *MoEGen) validate(c *GenConfig) error {
-	switch g.Arch {
-	case "qwen3moe", "gpt-oss":
-	default:
-		return fmt.Errorf("%w: generate: MoE architecture %q (want qwen3moe or gpt-oss)", ErrUnsupported, g.Arch)
-	}
-	if g.Experts <= 0 || g.Used <= 0 || g.Used > g.Experts || g.FFN <= 0 || g.HeadDim < 0 || g.HeadDim%2 != 0 {
+	if g.Experts <= 0 || g.Used <= 0 || g.Used > g.Experts || g.FFN <= 0 {
 		return fmt.Errorf("llama: generate: MoE shape %+v", *g)
 	}
-	if g.FFN%c.Type.BlockLen() != 0 {
+	if g.FFN%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && g.FFN%gguf.TypeQ6_K.BlockLen() != 0 {
 		return fmt.Errorf("llama: generate: expert width %d is not a multiple of the %s block (%d)", g.FFN, c.Type, c.Type.BlockLen())
 	}
-	if c.MoreBitsQ6K || c.TiedOutput {
-		return fmt.Errorf("llama: generate: MoE models are written with one type and an untied output (no Q4_K_M mix, no tied output)")
+	if c.TiedOutput {
+		return fmt.Errorf("llama: generate: MoE models are written with an untied output")
 	}
-	if g.Arch == "gpt-oss" && (g.Window <= 0 || g.YarnFactor < 1 || g.YarnOrigContext <= 0) {
+	if c.Arch == "gpt-oss" && (c.Window <= 0 || g.YarnFactor < 1 || g.YarnOrigContext <= 0) {
 		return fmt.Errorf("llama: generate: gpt-oss needs a window and YaRN parameters: %+v", *g)
 	}
 	return nil
@@ -97,8 +90,8 @@ func generateMoE(c GenConfig, w io.Writer) error {
 	if err := g.validate(&c); err != nil {
 		return err
 	}
-	oai := g.Arch == "gpt-oss"
-	arch := g.Arch
+	oai := c.Arch == "gpt-oss"
+	arch := c.Arch
 	gw := gguf.NewWriter()
 	gw.AddKV("general.architecture", arch)
 	gw.AddKV("general.name", c.Name)
@@ -109,21 +102,20 @@ func generateMoE(c GenConfig, w io.Writer) error {
 	gw.AddKV(arch+".feed_forward_length", uint32(c.FFN))
 	gw.AddKV(arch+".attention.head_count", uint32(c.Heads))
 	gw.AddKV(arch+".attention.head_count_kv", uint32(c.KVHeads))
-	hd := c.Dim / c.Heads
-	if g.HeadDim != 0 {
-		hd = g.HeadDim
+	hd := c.HeadDim // GenConfig.validate set it
+	if !oai || hd*c.Heads != c.Dim {
 		gw.AddKV(arch+".attention.key_length", uint32(hd))
 		gw.AddKV(arch+".attention.value_length", uint32(hd))
 	}
-	base, eps := float32(1e6), float32(1e-6)
+	eps := float32(1e-6)
 	if oai {
-		base, eps = 150000, 1e-5
-		gw.AddKV(arch+".attention.sliding_window", uint32(g.Window))
+		eps = 1e-5
+		gw.AddKV(arch+".attention.sliding_window", uint32(c.Window))
 		gw.AddKV(arch+".rope.scaling.type", "yarn")
 		gw.AddKV(arch+".rope.scaling.factor", g.YarnFactor)
 		gw.AddKV(arch+".rope.scaling.original_context_length", uint32(g.YarnOrigContext))
 	}
-	gw.AddKV(arch+".rope.freq_base", base)
+	gw.AddKV(arch+".rope.freq_base", c.RopeBase)
 	gw.AddKV(arch+".attention.layer_norm_rms_epsilon", eps)
 	gw.AddKV(arch+".expert_count", uint32(g.Experts))
 	gw.AddKV(arch+".expert_used_count", uint32(g.Used))
@@ -189,7 +181,11 @@ func generateMoE(c GenConfig, w io.Writer) error {
 			{"ffn_down_exps.weight", E, c.Dim, F, 0.5 * inv(F)},
 		}
 		for _, m := range mats {
-			if err := mat(p+m.name, c.Type, m.n, m.rows, m.cols, m.std); err != nil {
+			typ := c.Type
+			if c.MoreBitsQ6K && (m.name == "attn_v.weight" || m.name == "ffn_down_exps.weight") && useMoreBits(c, l) {
+				typ = gguf.TypeQ6_K
+			}
+			if err := mat(p+m.name, typ, m.n, m.rows, m.cols, m.std); err != nil {
 				return err
 			}
 		}
@@ -236,9 +232,20 @@ func generateMoE(c GenConfig, w io.Writer) error {
 	if err := vec("output_norm.weight", u(c.Dim), 0.1, 1); err != nil {
 		return err
 	}
-	if err := mat("output.weight", c.Type, 1, vocab, c.Dim, 4*inv(c.Dim)); err != nil {
+	outTyp := c.Type
+	if c.MoreBitsQ6K {
+		outTyp = gguf.TypeQ6_K
+	}
+	if err := mat("output.weight", outTyp, 1, vocab, c.Dim, 4*inv(c.Dim)); err != nil {
 		return err
 	}
 	_, err = gw.WriteTo(w)
 	return err
+}
+
+// useMoreBits is llama.cpp's use_more_bits(layer, layers): the layers whose
+// attention V and FFN down take Q6_K in a Q4_K_M file.
+func useMoreBits(c GenConfig, l int) bool {
+	n := c.Layers
+	return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
 }

@@ -35,11 +35,16 @@ type archSpec struct {
 	// post_attention_norm as the pre-FFN norm, router and expert biases,
 	// top-k-then-softmax gating and the clamped SwiGLU.
 	oai bool
-	// swaPattern, when not 0, is llama.cpp's default sliding-window period
-	// (without an attention.sliding_window_pattern key); swaBase10k gives
-	// the sliding layers the rotary base 10000 by default (gemma3) rather
-	// than rope.freq_base (gpt-oss).
-	swaPattern uint64
+	// gemma: the embedding scaled by sqrt(n_embd), q (not the scores)
+	// scaled, GELU(tanh), optional final logit softcapping.
+	gemma bool
+	// swaPattern, when not 0, is the default period of sliding layers
+	// (attention.sliding_window_pattern absent): layer i slides unless
+	// i%swaPattern == swaPattern-1 (llama.cpp's gemma3: 6, gpt-oss: 2). 0:
+	// the architecture has no sliding windows. swaBase10k gives the
+	// sliding layers the rotary base 10000 by default (gemma3) rather than
+	// rope.freq_base (gpt-oss).
+	swaPattern int
 	swaBase10k bool
 }
 
@@ -47,17 +52,12 @@ var archs = map[string]archSpec{
 	"llama":  {eps: 1e-5},
 	"qwen2":  {neox: true, eps: 1e-6, biases: true},
 	"qwen3":  {neox: true, eps: 1e-6, qkNorm: true},
-	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, swaPattern: gemma3SWAPattern, swaBase10k: true},
+	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, gemma: true, swaPattern: 6, swaBase10k: true},
 	// llama.cpp requires the epsilon key of both MoE archs; the default
 	// here is what their converters write.
 	"qwen3moe": {neox: true, eps: 1e-6, qkNorm: true, moe: true},
 	"gpt-oss":  {neox: true, eps: 1e-5, biases: true, moe: true, oai: true, swaPattern: 2},
 }
-
-// gemma3SWAPattern is llama.cpp's default sliding-window pattern for gemma3
-// when the GGUF has no attention.sliding_window_pattern key: of every 6
-// layers, the first 5 slide and the 6th is global.
-const gemma3SWAPattern = 6
 
 // ReadHParams reads the hyper-parameters of a llama, qwen2, qwen3 or gemma3
 // GGUF.
@@ -134,8 +134,8 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	}
 	// The softmax scale as llama.cpp computes it: 1.0f/sqrtf(head_dim).
 	hp.AttnScale = 1 / float32(math.Sqrt(float64(hp.HeadDim)))
-	if arch == "gemma3" {
-		// gemma3 scales q instead, by 1/sqrt(key_length), except the
+	if spec.gemma {
+		// Gemma scales q instead, by 1/sqrt(key_length), except the
 		// 62-layer model (Gemma 3 27B), which uses 1/sqrt(n_embd/n_head).
 		hp.QScale = hp.AttnScale
 		if hp.Layers == 62 {
@@ -361,13 +361,13 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 }
 
 // layerAttention returns each layer's sliding window (0: full attention)
-// and rotary base. Only gemma3 and gpt-oss have sliding layers: with a
-// positive attention.sliding_window, the layers that
+// and rotary base. In an architecture with sliding windows (gemma3,
+// gpt-oss) and a positive attention.sliding_window, the layers that
 // attention.sliding_window_pattern marks (an array of booleans, one per
 // layer, or a period n: layer i slides unless i%n == n-1, and every layer
-// slides for n = 0) or, without that key, llama.cpp's default period (6 for
-// gemma3, 2 for gpt-oss); they use rope.freq_base_swa (default 10000 for
-// gemma3, rope.freq_base for gpt-oss).
+// slides for n = 0) or, without that key, the architecture's default
+// period slide; they use rope.freq_base_swa (default 10000 for gemma3,
+// rope.freq_base for gpt-oss).
 func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, err error) {
 	windows, bases = make([]int, hp.Layers), make([]float32, hp.Layers)
 	for i := range bases {
@@ -398,7 +398,7 @@ func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, e
 		}
 		copy(sliding, pat)
 	default:
-		n := spec.swaPattern
+		n := uint64(spec.swaPattern)
 		if present {
 			if n, ok = f.Uint(pkey); !ok {
 				return nil, nil, fmt.Errorf("llama: GGUF key %s is neither a period nor one boolean per layer", pkey)

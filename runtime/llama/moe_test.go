@@ -178,14 +178,14 @@ func TestMoELoadErrors(t *testing.T) {
 // tinyMoE is a small MoE config for load tests: 64 wide, 2 layers, 4
 // experts of 32 (2 used), a generated 300-token vocabulary.
 func tinyMoE(arch string, typ gguf.Type) GenConfig {
-	g := &MoEGen{Arch: arch, Experts: 4, Used: 2, FFN: 32}
+	c := GenConfig{Name: "tiny-" + arch, Arch: arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, ContextLen: 256,
+		VocabSize: 300, Type: typ, Seed: 5, MoE: &MoEGen{Experts: 4, Used: 2, FFN: 32}}
 	if arch == "qwen3moe" {
-		g.HeadDim = 32 // twice Dim/Heads, as Qwen3's
+		c.HeadDim = 32 // twice Dim/Heads, as Qwen3's
 	} else {
-		g.Window, g.YarnFactor, g.YarnOrigContext = 8, 4, 64
+		c.Window, c.MoE.YarnFactor, c.MoE.YarnOrigContext = 8, 4, 64
 	}
-	return GenConfig{Name: "tiny-" + arch, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, ContextLen: 256,
-		VocabSize: 300, Type: typ, Seed: 5, MoE: g}
+	return c
 }
 
 // TestGenerateMoE writes tiny qwen3moe and gpt-oss models of each
@@ -260,16 +260,31 @@ func TestMoEPresets(t *testing.T) {
 				t.Errorf("%d parameters, %d per token: want about 1.5B and 0.3B", total, active)
 			}
 			c.Layers, c.VocabSize, c.MoE.Experts = 2, 300, 2*c.MoE.Used
-			var buf bytes.Buffer
-			if err := Generate(c, &buf); err != nil {
-				t.Fatal(err)
-			}
-			f, err := gguf.Parse(buf.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := FromGGUF(f); err != nil {
-				t.Fatal(err)
+			// As written, and in gen-model's Q4_K_M mix (Q6_K output,
+			// and attention V and expert down on llama.cpp's layers).
+			for _, q4km := range []bool{false, true} {
+				if q4km {
+					c.Type, c.MoreBitsQ6K = gguf.TypeQ4_K, true
+				}
+				var buf bytes.Buffer
+				if err := Generate(c, &buf); err != nil {
+					t.Fatal(err)
+				}
+				f, err := gguf.Parse(buf.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := FromGGUF(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Of 2 layers, use_more_bits picks the last.
+				last := m.Layers[len(m.Layers)-1].MoE
+				if q4km && (m.Output.Type != gguf.TypeQ6_K || last.Down[0].Type != gguf.TypeQ6_K || last.Gate[0].Type != gguf.TypeQ4_K ||
+					m.Layers[0].MoE.Down[0].Type != gguf.TypeQ4_K) {
+					t.Errorf("Q4_K_M mix: output %v, last layer's expert down %v and gate %v, first layer's down %v",
+						m.Output.Type, last.Down[0].Type, last.Gate[0].Type, m.Layers[0].MoE.Down[0].Type)
+				}
 			}
 		})
 	}
