@@ -340,3 +340,26 @@ func TestGeneratedMoEForward(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMoEFFN times the expert-grouped FFN of one layer shaped as
+// gen-model's qwen3moe-1.5b (1024 wide, 64 experts of 512, 8 used) for a
+// decode token, a batch of 16 decode tokens and a 128-token prompt chunk.
+func BenchmarkMoEFFN(b *testing.B) {
+	const D, F, E, K = 1024, 512, 64, 8
+	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0} {
+		m := moeTestModel(b, typ, D, F, E, K, false, 3)
+		for _, total := range []int{1, 16, 128} {
+			b.Run(fmt.Sprintf("%s/tokens=%d", typ, total), func(b *testing.B) {
+				be := &Backend{m: m}
+				be.grow(total, 0)
+				xn, out := moeInput(total, D, 1), make([]float32, total*D)
+				for b.Loop() {
+					if err := be.moeFFN(0, &m.Layers[0], total, xn, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
+	}
+}

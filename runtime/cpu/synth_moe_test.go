@@ -120,9 +120,9 @@ var synthMoECases = []struct {
 	{preset: "gptoss-256", typ: "F16", exact: true, tol: 0.1},
 	// gpt-oss Q8_0: the float64 reference reaches 86/96 and 74/80.
 	{preset: "gptoss-256", typ: "Q8_0", tol: 3, within: 80, argmax: 86, bigGap: 74},
-	// MXFP4_MOE needs the MXFP4 type (branch types-iq4-mxfp4); the
-	// reference reaches 81/96 and 75/82:
-	// {preset: "gptoss-256", typ: "MXFP4_MOE", tol: 3, within: 75, argmax: 81, bigGap: 75},
+	// MXFP4_MOE (MXFP4 experts, Q8_0 elsewhere): the reference reaches
+	// 81/96 and 75/82.
+	{preset: "gptoss-256", typ: "MXFP4_MOE", tol: 3, within: 75, argmax: 81, bigGap: 75},
 }
 
 // TestSynthMoEGolden runs the mixture-of-experts models of
@@ -210,7 +210,7 @@ func TestSynthMoEAblations(t *testing.T) {
 func TestMoEBatchInvariantLogits(t *testing.T) {
 	defer kernels.SetBatchInvariant(kernels.SetBatchInvariant(true))
 	isas := kernels.AvailableISAs()
-	for _, name := range []string{"qwen3moe-256-Q8_0", "qwen3moe-256-F32", "qwen3moe-256-F16", "qwen3moe-256-Q4_K_M", "gptoss-256-F32", "gptoss-256-Q8_0"} {
+	for _, name := range []string{"qwen3moe-256-Q8_0", "qwen3moe-256-F32", "qwen3moe-256-F16", "qwen3moe-256-Q4_K_M", "gptoss-256-F32", "gptoss-256-Q8_0", "gptoss-256-MXFP4_MOE"} {
 		m := loadModel(t, "synth/arch2/models/synth-"+name+".gguf")
 		for _, kv := range []string{"f32", "f16"} {
 			b, err := New(m, Config{KVType: kv, BlockSize: 16, NumBlocks: 128})
