@@ -236,10 +236,10 @@ func TestServeGoldenStories260K(t *testing.T) {
 			}
 			defer b.Close()
 			client, _, maddr := startServeArgs(t, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu"}, "--spec", spec)
-			checkGoldenServe(t, client, golden.Results)
+			finalAcc := checkGoldenServe(t, client, golden.Results)
 			acc, ok := metric(t, maddr, "weft_spec_accepted_tokens_total")
-			if !ok || (spec == "ngram") != (acc > 0) {
-				t.Errorf("--spec %s: weft_spec_accepted_tokens_total %v (exported %v)", spec, acc, ok)
+			if !ok || (spec == "ngram") != (acc > 0) || acc != float64(finalAcc) {
+				t.Errorf("--spec %s: weft_spec_accepted_tokens_total %v (exported %v), Finals' accepted_draft_tokens %d", spec, acc, ok, finalAcc)
 			}
 		})
 	}
@@ -251,8 +251,9 @@ type goldenGen = []struct {
 	GeneratedTokens []int32 `json:"generated_token_ids"`
 }
 
-// checkGoldenServe runs every golden prompt through Generate.
-func checkGoldenServe(t *testing.T, client inferencev1.InferenceServiceClient, results goldenGen) {
+// checkGoldenServe runs every golden prompt through Generate and returns
+// the accepted drafts its Finals' timings report.
+func checkGoldenServe(t *testing.T, client inferencev1.InferenceServiceClient, results goldenGen) (accepted int) {
 	t.Helper()
 	for _, g := range results {
 		s, err := client.Generate(context.Background(), &inferencev1.GenerateRequest{
@@ -291,7 +292,13 @@ func checkGoldenServe(t *testing.T, client inferencev1.InferenceServiceClient, r
 		if msgs < 2 {
 			t.Errorf("%q: %d chunk messages, want several", g.Prompt, msgs)
 		}
+		tm := final.GetTimings()
+		if tm.GetAcceptedDraftTokens() > tm.GetDraftTokens() {
+			t.Errorf("%q: %d drafts accepted of %d", g.Prompt, tm.GetAcceptedDraftTokens(), tm.GetDraftTokens())
+		}
+		accepted += int(tm.GetAcceptedDraftTokens())
 	}
+	return accepted
 }
 
 // fakeGPU is a CPU backend dressed as a GPU one: it offers an admission gate
