@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
@@ -46,7 +48,11 @@ func serveOpenAI(t *testing.T) (url, model string, sched *scheduler.Scheduler) {
 		sched.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
-	h, err := openai.New(openai.Config{Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"stories"}, AuthToken: "tok"})
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := openai.New(openai.Config{Scheduler: sched, Door: door, Tokenizer: m.Tok, ModelNames: []string{"stories"}, AuthToken: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,7 @@ func TestTextChunkIsTheMarshaledChunk(t *testing.T) {
 	for _, k := range []kind{kindCompletion, kindChat} {
 		for _, text := range []string{"", "hello", ` "quoted" \ back`, "<b>&amp;</b>", "ünïcødé ✓", "\n\t\x01", "\u2028"} {
 			rec := httptest.NewRecorder()
-			h := &Handler{cfg: Config{SendStallTimeout: 1}}
-			o := &writer{h: h, w: rec, rc: http.NewResponseController(rec), j: &job{id: `cmpl-"x"`, kind: k, model: "m<1>"}, created: 1234}
+			o := &writer{h: &Handler{}, stall: 1, w: rec, rc: http.NewResponseController(rec), j: &job{id: `cmpl-"x"`, kind: k, model: "m<1>"}, created: 1234}
 			c := &choice{index: 3}
 			if err := o.textChunk(c, text); err != nil {
 				t.Fatal(err)

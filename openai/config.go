@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,9 +25,9 @@ type Scheduler interface {
 
 var _ Scheduler = (*scheduler.Scheduler)(nil)
 
-// Tokenizer turns text into token ids; *tokenizer.Tokenizer implements it.
+// Tokenizer tells the bytes of tokens; *tokenizer.Tokenizer implements
+// it. Tokenizing is the Door's.
 type Tokenizer interface {
-	frontdoor.Tokenizer
 	// TokenBytes is the bytes one token adds to the text (logprobs).
 	TokenBytes(id int32) []byte
 	// Decode is the text of a whole sequence (echo of a token-id prompt).
@@ -40,36 +38,27 @@ type Tokenizer interface {
 type Config struct {
 	// Scheduler runs the requests. Required.
 	Scheduler Scheduler
-	// Tokenizer encodes prompts. Required.
+	// Door is the process's request pipeline, shared with every other
+	// front door: byte bounds, tokenizing, chat prompts (a Door without a
+	// template: /v1/chat/completions answers 400), defaults, structured
+	// output, request ids and logging, following a stream, the stall
+	// timeout and the per-request metrics. Required; its Limits are
+	// Scheduler's.
+	Door *frontdoor.Door
+	// Tokenizer gives token bytes (logprobs) and text (echo). Required.
 	Tokenizer Tokenizer
-	// Chat renders chat prompts; nil: /v1/chat/completions answers 400.
-	Chat frontdoor.ChatRenderer
 	// ModelNames are the model ids served (/v1/models lists them, a
 	// request may name any); a request naming another gets 404. Required.
 	ModelNames []string
 	// AuthToken, when set, is required as "Authorization: Bearer <token>"
 	// on every endpoint but /health.
 	AuthToken string
-	// MaxPromptBytes bounds a prompt's text before tokenizing; 0: the
-	// context length times frontdoor.PromptBytesPerToken.
-	MaxPromptBytes int
-	// MaxBodyBytes bounds a request body; 0: 2*MaxPromptBytes + 64 KiB.
+	// MaxBodyBytes bounds a request body; 0: twice the Door's
+	// MaxPromptBytes + 64 KiB.
 	MaxBodyBytes int64
-	// TokenizeConcurrency bounds how many requests tokenize at once; 0:
-	// GOMAXPROCS.
-	TokenizeConcurrency int
-	// QueueTimeout, when > 0, fails requests not admitted in time.
-	QueueTimeout time.Duration
-	// SendStallTimeout cuts off a stream whose client has accepted no
-	// byte for this long (each write of an SSE event or a response has
-	// this deadline); its sequences are cancelled. 0: 30s.
-	SendStallTimeout time.Duration
 	// Registry receives the HTTP metrics (weft_http_*); nil: a private
 	// registry (the metrics exist but nobody scrapes them).
 	Registry *prometheus.Registry
-	// Logger logs one line per request (at debug for /health) and the
-	// failures; every line carries request_id. nil: discard.
-	Logger *slog.Logger
 
 	// onFinal, if set, is called with every request's Final (tests).
 	onFinal func(id string, f *scheduler.Final)
@@ -82,28 +71,22 @@ func (c *Config) validate() error {
 	switch {
 	case c.Scheduler == nil:
 		return errors.New("openai: Config.Scheduler is required")
+	case c.Door == nil:
+		return errors.New("openai: Config.Door is required")
 	case c.Tokenizer == nil:
 		return errors.New("openai: Config.Tokenizer is required")
+	case c.Door.Limits() != c.Scheduler.Limits():
+		return errors.New("openai: the Door was built with other limits than the Scheduler's")
 	case len(c.ModelNames) == 0 || slices.Contains(c.ModelNames, ""):
 		return errors.New("openai: Config.ModelNames is required and holds no empty id")
-	case c.MaxPromptBytes < 0 || c.MaxBodyBytes < 0 || c.TokenizeConcurrency < 0 || c.SendStallTimeout < 0:
-		return bad("MaxPromptBytes, MaxBodyBytes, TokenizeConcurrency and SendStallTimeout must be >= 0")
-	}
-	if c.SendStallTimeout == 0 {
-		c.SendStallTimeout = 30 * time.Second
+	case c.MaxBodyBytes < 0:
+		return bad("MaxBodyBytes %d must be >= 0", c.MaxBodyBytes)
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
-	if c.MaxPromptBytes == 0 {
-		c.MaxPromptBytes = c.Scheduler.Limits().ContextLen * frontdoor.PromptBytesPerToken
-	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 2*int64(c.MaxPromptBytes) + 64<<10
+		c.MaxBodyBytes = 2*int64(c.Door.MaxPromptBytes()) + 64<<10
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	c.Logger = slog.New(requestIDHandler{c.Logger.Handler()})
 	return nil
 }

@@ -72,6 +72,7 @@ func apiErrorOf(err error) apiError {
 	var pe *sample.ParamError
 	var be *frontdoor.BytesError
 	var te *frontdoor.TemplateError
+	var xe *scheduler.TextError
 	invalid := func(param, code string) {
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
 	}
@@ -86,6 +87,9 @@ func apiErrorOf(err error) apiError {
 		}
 		invalid(le.Field, code)
 		e.Message = le.Field + ": " + le.Detail()
+	case errors.As(err, &xe):
+		invalid(xe.Field, "invalid_value")
+		e.Message = fmt.Sprintf("%s: string %d is not valid UTF-8", xe.Field, xe.Index)
 	case errors.As(err, &pe):
 		invalid(pe.Field, "invalid_value")
 		e.Message = pe.Field + ": " + pe.Msg

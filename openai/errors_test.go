@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -32,6 +33,8 @@ func TestErrorMapping(t *testing.T) {
 		{errUnauthenticated, out{401, "invalid_request_error", "invalid_api_key", ""}},
 		{&http.MaxBytesError{Limit: 10}, out{413, "invalid_request_error", "request_too_large", ""}},
 		{fmt.Errorf("submit: %w", scheduler.ErrQueueFull), out{429, "rate_limit_error", "rate_limit_exceeded", "1"}},
+		{frontdoor.ErrQueueTimeout, out{429, "rate_limit_error", "rate_limit_exceeded", "1"}},
+		{&scheduler.TextError{Field: "stop", Index: 1}, out{400, "invalid_request_error", "invalid_value", ""}},
 		{scheduler.ErrDraining, out{503, "server_error", "service_unavailable", "1"}},
 		{scheduler.ErrClosed, out{503, "server_error", "service_unavailable", "1"}},
 		{errNotServing, out{503, "server_error", "service_unavailable", "1"}},

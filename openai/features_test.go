@@ -377,7 +377,7 @@ func TestServedNamesAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: chat.Default(),
+	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(t, refusingScheduler{}, m.Tok, chat.Default()), Tokenizer: m.Tok,
 		ModelNames: []string{"weft-a", "weft-b"}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"sync"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/constrain"
 	"github.com/weft-inference/weft/runtime/sample"
 )
@@ -32,28 +32,8 @@ type formatParams struct {
 	GuidedGrammar  *string         `json:"guided_grammar"`
 }
 
-// vocabTokenizer is implemented by a Tokenizer that can tell each token's
-// output bytes (*tokenizer.Tokenizer does); structured output needs it.
-type vocabTokenizer interface {
-	TokenBytes(id int32) []byte
-	EOGs() []int32
-	VocabSize() int
-}
-
-// maxCachedFormats bounds the compiled formats kept.
-const maxCachedFormats = 64
-
-// formatCache is built over the model's vocabulary on first use.
-type formatCache struct {
-	once  sync.Once
-	cache *constrain.Cache // nil when the tokenizer cannot report token bytes
-}
-
-type constraintSource struct{ c *constrain.Constraint }
-
-func (s constraintSource) NewState() sample.ConstraintState { return s.c.Start() }
-
-// constraint compiles the request's format (nil: none).
+// constraint decodes the request's format (nil: none) and compiles it
+// through the Door's cache.
 func (h *Handler) constraint(p formatParams) (sample.Constraint, error) {
 	var f constrain.Format
 	param, n := "", 0
@@ -94,27 +74,9 @@ func (h *Handler) constraint(p formatParams) (sample.Constraint, error) {
 	case n > 1:
 		return nil, badParam(param, "only one of response_format, guided_json, guided_regex, guided_choice and guided_grammar may be set")
 	}
-	fc := &h.formats
-	fc.once.Do(func() {
-		vt, ok := h.cfg.Tokenizer.(vocabTokenizer)
-		if !ok {
-			return
-		}
-		pieces := make([][]byte, vt.VocabSize())
-		for i := range pieces {
-			pieces[i] = vt.TokenBytes(int32(i))
-		}
-		fc.cache = constrain.NewCache(pieces, vt.EOGs(), maxCachedFormats)
-	})
-	if fc.cache == nil {
-		return nil, badParam(param, "the model's tokenizer cannot report token bytes")
+	c, err := h.door.Constraint(f)
+	if errors.Is(err, frontdoor.ErrNoTokenBytes) || errors.Is(err, constrain.ErrInvalid) {
+		return nil, badParam(param, "%v", err)
 	}
-	c, err := fc.cache.Get(f)
-	if err != nil {
-		if errors.Is(err, constrain.ErrInvalid) {
-			return nil, badParam(param, "%v", err)
-		}
-		return nil, err
-	}
-	return constraintSource{c}, nil
+	return c, err
 }

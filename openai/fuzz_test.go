@@ -3,11 +3,13 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/scheduler"
@@ -25,6 +27,21 @@ func (refusingScheduler) Limits() scheduler.Limits {
 	return scheduler.Limits{ContextLen: 512, MaxPromptTokens: 511, MaxTokens: 512, DefaultMaxTokens: 256}
 }
 
+// newDoor is the Door of a test: over tok and tmpl, with sched's limits,
+// logging nowhere; opts change its Config.
+func newDoor(tb testing.TB, sched Scheduler, tok frontdoor.Tokenizer, tmpl frontdoor.ChatRenderer, opts ...func(*frontdoor.Config)) *frontdoor.Door {
+	tb.Helper()
+	cfg := frontdoor.Config{Tokenizer: tok, Chat: tmpl, Limits: sched.Limits(), Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := frontdoor.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // FuzzDecode posts arbitrary bodies to both generation endpoints: no
 // panic, and every answer is 429 (it got as far as the scheduler) or an
 // OpenAI-shaped 4xx error.
@@ -34,7 +51,8 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Close() })
-	h, err := New(Config{Scheduler: refusingScheduler{}, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
+	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(f, refusingScheduler{}, m.Tok, m.Template), Tokenizer: m.Tok,
+		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)
 	}

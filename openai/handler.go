@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
-	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,15 +23,15 @@ import (
 	"github.com/weft-inference/weft/scheduler"
 )
 
-// Bounds of the OpenAI API's own (every other bound is the scheduler's,
-// checked by Submit).
+// The OpenAI API's own wire rules (every bound on a request's values is
+// the scheduler's or the sampler's, checked by Submit).
 const (
-	// maxTemperature is OpenAI's documented upper bound.
-	maxTemperature = 2
-	// completionsDefaultMaxTokens is OpenAI's default max_tokens for
-	// /v1/completions; chat defaults to the room left in the context.
+	// completionsDefaultMaxTokens is OpenAI's documented default
+	// max_tokens for /v1/completions; chat defaults to the Door's (the
+	// room left in the context, at most the scheduler's default).
 	completionsDefaultMaxTokens = 16
-	// maxN bounds n, the choices per prompt.
+	// maxN bounds n, the choices per prompt (a door's own parameter: the
+	// scheduler sees n sequences).
 	maxN = 8
 )
 
@@ -39,12 +39,12 @@ const (
 type Handler struct {
 	cfg     Config
 	mux     *http.ServeMux
-	root    http.Handler // mux inside the request-id, log and metrics layer
-	door    *frontdoor.Door
-	serving atomic.Bool // health 200 and requests accepted only when set
-	created int64       // the model's "created" time in /v1/models
+	root    http.Handler    // mux inside the request-id, log and metrics layer
+	door    *frontdoor.Door // the request pipeline, shared with every door
+	log     *slog.Logger    // the Door's: lines carry the request id
+	serving atomic.Bool     // health 200 and requests accepted only when set
+	created int64           // the model's "created" time in /v1/models
 	metrics *metrics
-	formats formatCache // compiled structured-output formats (format.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -59,12 +59,7 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai: metrics: %w", err)
 	}
-	door, err := frontdoor.New(frontdoor.Config{Tokenizer: cfg.Tokenizer, Chat: cfg.Chat, Limits: cfg.Scheduler.Limits(),
-		MaxPromptBytes: cfg.MaxPromptBytes, TokenizeConcurrency: cfg.TokenizeConcurrency, QueueTimeout: cfg.QueueTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), door: door, created: time.Now().Unix(), metrics: m}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), door: cfg.Door, log: cfg.Door.Logger(), created: time.Now().Unix(), metrics: m}
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.Handle("GET /v1/models", h.authed(h.models))
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
@@ -172,40 +167,34 @@ func f32(param string, v *float64, def float32) (float32, error) {
 	return float32(*v), nil
 }
 
-// buildRequest makes the scheduler request for prompt from p: the wire
-// checks of OpenAI's API (value shapes, its temperature and top_p
-// ranges) are here; every other bound is the scheduler's (Submit refuses
-// with a *scheduler.LimitError or a *sample.ParamError naming the field,
-// which apiErrorOf maps). maxTokens is the request's max_tokens (nil:
-// defaultMax, 0 meaning the scheduler's default). Sampling.Seed is the
-// request's seed (random when absent); run offsets it per choice.
-func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTokens *int, defaultMax int, lp logprobSpec) (scheduler.Request, error) {
+// buildRequests makes the n scheduler requests of prompt's n choices
+// from p (frontdoor.Door.Requests: same but for their seeds). Only the
+// wire's value shapes are checked here (a number that is no float32);
+// every range is the scheduler's or the sampler's, as on gRPC (Submit
+// refuses with a *scheduler.LimitError or a *sample.ParamError naming the
+// field, which apiErrorOf maps). maxTokens is the request's max_tokens
+// (nil: defaultMax, itself nil for the Door's default).
+func (h *Handler) buildRequests(id string, prompt []int32, p commonParams, maxTokens, defaultMax *int, lp logprobSpec, n int) ([]scheduler.Request, error) {
 	var sp sample.Params
 	var err error
 	// OpenAI's defaults: temperature 1, top_p 1; the rest off.
 	if sp.Temperature, err = f32("temperature", p.Temperature, 1); err != nil {
-		return scheduler.Request{}, err
-	}
-	if sp.Temperature > maxTemperature {
-		return scheduler.Request{}, badParam("temperature", "%v must be in [0, %d]", sp.Temperature, maxTemperature)
+		return nil, err
 	}
 	if sp.TopP, err = f32("top_p", p.TopP, 1); err != nil {
-		return scheduler.Request{}, err
-	}
-	if p.TopP != nil && *p.TopP == 0 {
-		return scheduler.Request{}, badParam("top_p", "0 must be in (0, 1]")
+		return nil, err
 	}
 	if sp.MinP, err = f32("min_p", p.MinP, 0); err != nil {
-		return scheduler.Request{}, err
+		return nil, err
 	}
 	if sp.PresencePenalty, err = f32("presence_penalty", p.PresencePenalty, 0); err != nil {
-		return scheduler.Request{}, err
+		return nil, err
 	}
 	if sp.FrequencyPenalty, err = f32("frequency_penalty", p.FrequencyPenalty, 0); err != nil {
-		return scheduler.Request{}, err
+		return nil, err
 	}
 	if sp.RepetitionPenalty, err = f32("repetition_penalty", p.RepetitionPenalty, 1); err != nil {
-		return scheduler.Request{}, err
+		return nil, err
 	}
 	if p.TopK != nil && *p.TopK != -1 { // -1: off, as in vLLM
 		sp.TopK = *p.TopK
@@ -217,31 +206,19 @@ func (h *Handler) buildRequest(id string, prompt []int32, p commonParams, maxTok
 		o.Sampling.Seed = uint64(*p.Seed)
 	}
 	if maxTokens != nil {
-		if *maxTokens < 1 {
-			return scheduler.Request{}, badParam("max_tokens", "%d must be >= 1", *maxTokens)
-		}
-		o.MaxTokens = *maxTokens
+		o.MaxTokens = maxTokens
 	}
 	if p.MinTokens != nil {
 		o.MinTokens = *p.MinTokens
 	}
 	if o.StopStrings, err = stopStrings(p.Stop); err != nil {
-		return scheduler.Request{}, err
+		return nil, err
 	}
-	for _, s := range o.StopStrings {
-		if !utf8.ValidString(s) {
-			return scheduler.Request{}, badParam("stop", "not valid UTF-8")
-		}
+	if o.Sampling.Constraint, err = h.constraint(p.formatParams); err != nil {
+		return nil, err
 	}
-	r := h.door.Request(id, prompt, o)
-	if r.Sampling.Constraint, err = h.constraint(p.formatParams); err != nil {
-		return scheduler.Request{}, err
-	}
-	return r, nil
+	return h.door.Requests(id, prompt, o, n), nil
 }
-
-// rngSeed is the seed of a sequence whose request gave none.
-func rngSeed() uint64 { return mrand.Uint64() }
 
 // choicesOf checks n (1 to maxN; absent: 1).
 func choicesOf(n *int) (int, error) {
@@ -286,12 +263,7 @@ func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*j
 		return nil, err
 	}
 	var lp logprobSpec
-	if req.Logprobs != nil {
-		// The sampler's top_logprobs range, checked here to name the
-		// completions API's own parameter.
-		if *req.Logprobs < 0 || *req.Logprobs > sample.MaxTopLogprobs {
-			return nil, badParam("logprobs", "%d must be in [0, %d]", *req.Logprobs, sample.MaxTopLogprobs)
-		}
+	if req.Logprobs != nil { // its range is the sampler's top_logprobs'
 		lp = logprobSpec{on: true, top: *req.Logprobs}
 	}
 	prompts, err := promptsOf(req.Prompt)
@@ -318,11 +290,12 @@ func (h *Handler) completionJob(ctx context.Context, req *completionRequest) (*j
 				return nil, err
 			}
 		}
-		sr, err := h.buildRequest(j.id, ids, req.commonParams, req.MaxTokens, completionsDefaultMaxTokens, lp)
+		def := completionsDefaultMaxTokens
+		reqs, err := h.buildRequests(j.id, ids, req.commonParams, req.MaxTokens, &def, lp, n)
 		if err != nil {
 			return nil, err
 		}
-		jp := jobPrompt{req: sr}
+		jp := jobPrompt{reqs: reqs}
 		if req.Echo {
 			jp.echo = p.text
 			if p.text == "" {
@@ -357,7 +330,7 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 	if err := h.checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	if h.cfg.Chat == nil {
+	if !h.door.HasChat() {
 		return nil, errNoChatTemplate
 	}
 	n, err := choicesOf(req.N)
@@ -381,18 +354,18 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		maxTokens = req.MaxTokens
 	}
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
-	sr, err := h.buildRequest(j.id, prompt, req.commonParams, maxTokens, 0, lp)
+	reqs, err := h.buildRequests(j.id, prompt, req.commonParams, maxTokens, nil, lp, n)
 	if err != nil {
 		return nil, err
 	}
-	j.prompts = []jobPrompt{{req: sr}}
+	j.prompts = []jobPrompt{{reqs: reqs}}
 	return j, nil
 }
 
 // logUser logs the request's user field (it decides nothing).
 func (h *Handler) logUser(r *http.Request, user string) {
 	if user != "" {
-		h.cfg.Logger.InfoContext(r.Context(), "openai request", "user", user)
+		h.log.InfoContext(r.Context(), "openai request", "user", user)
 	}
 }
 

@@ -1,20 +1,21 @@
 package openai
 
 import (
-	"context"
-	"encoding/hex"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weft-inference/weft/internal/frontdoor"
 )
 
-// metrics are the HTTP door's own metrics; the scheduler's (queue, KV,
-// tokens) are the gRPC server's and count both doors.
+// metrics are the HTTP door's own metrics (by route and status code); the
+// per-request ones (TTFT, TPOT, e2e, queue, success) are the Door's,
+// labelled door="openai", and the scheduler's (queue, KV, tokens) the
+// gRPC server's, counting both doors.
 type metrics struct {
 	requests    *prometheus.CounterVec   // path, code
 	duration    *prometheus.HistogramVec // path
@@ -45,44 +46,11 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	return m, nil
 }
 
-// RequestIDHeader is the header of a request's id: taken from the client
-// when it sends one (at most 128 printable ASCII bytes), made up
+// RequestIDHeader is the header of a request's id
+// (frontdoor.RequestIDHeader): the client's when valid, made up
 // otherwise, sent back as a response header and added as request_id to
-// every log line of the request (the gRPC server's x-request-id rule).
-const RequestIDHeader = "X-Request-Id"
-
-type requestIDKey struct{}
-
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// requestIDHandler adds the request_id of the record's context, if any.
-type requestIDHandler struct{ slog.Handler }
-
-func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id, _ := ctx.Value(requestIDKey{}).(string); id != "" {
-		r = r.Clone()
-		r.AddAttrs(slog.String("request_id", id))
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(as)}
-}
-
-func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
-}
+// every log line of the request.
+const RequestIDHeader = frontdoor.RequestIDHeader
 
 // statusWriter remembers the status code written; Unwrap lets
 // http.ResponseController reach the connection (flush, deadlines).
@@ -113,16 +81,9 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 func (h *Handler) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) {
-			var b [8]byte
-			for i := range b {
-				b[i] = byte(mrand.Uint32())
-			}
-			id = hex.EncodeToString(b[:])
-		}
+		ctx, id := frontdoor.WithRequestID(r.Context(), r.Header.Get(RequestIDHeader))
 		w.Header().Set(RequestIDHeader, id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		// r.Pattern is the route the mux matched ("POST /v1/completions"):
@@ -142,7 +103,7 @@ func (h *Handler) observe(next http.Handler) http.Handler {
 		if path == "/health" {
 			lvl = slog.LevelDebug
 		}
-		h.cfg.Logger.Log(r.Context(), lvl, "finished call", "protocol", "http", "method", r.Method,
+		h.log.Log(r.Context(), lvl, "finished call", "protocol", "http", "method", r.Method,
 			"path", r.URL.Path, "code", code, "duration", d)
 	})
 }

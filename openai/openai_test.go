@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
@@ -56,8 +58,9 @@ type fixture struct {
 }
 
 // newFixture serves stories260K on the CPU runtime through httptest; with
-// gated, the model waits on f.gate before every step but the first.
-func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
+// gated, the model waits on f.gate before every step but the first. opts
+// change the Door's config and the handler's.
+func newFixture(t *testing.T, gated bool, opts ...func(*frontdoor.Config, *Config)) *fixture {
 	t.Helper()
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -94,7 +97,7 @@ func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
 	cfg := Config{
-		Scheduler: sched, Tokenizer: m.Tok, Chat: m.Template, ModelNames: []string{m.Name},
+		Scheduler: sched, Tokenizer: m.Tok, ModelNames: []string{m.Name},
 		AuthToken: testToken, Registry: f.reg,
 		onFinal: func(_ string, fin *scheduler.Final) {
 			select { // tests that read finals read them all; others let them go
@@ -103,8 +106,12 @@ func newFixture(t *testing.T, gated bool, opts ...func(*Config)) *fixture {
 			}
 		},
 	}
+	dcfg := frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(), Registry: f.reg, Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
-		o(&cfg)
+		o(&dcfg, &cfg)
+	}
+	if cfg.Door, err = frontdoor.New(dcfg); err != nil {
+		t.Fatal(err)
 	}
 	f.h, err = New(cfg)
 	if err != nil {
@@ -239,8 +246,14 @@ func TestErrors(t *testing.T) {
 		opts   []option.RequestOption
 		want   want
 	}{
-		{"bad temperature", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model), Prompt: prompt, Temperature: oai.Float(3)}, nil,
+		// The sampler's range, as on gRPC (OpenAI documents <= 2; weft
+		// takes what sample.Params.Validate takes).
+		{"bad temperature", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model), Prompt: prompt, Temperature: oai.Float(101)}, nil,
 			want{400, "invalid_request_error", "temperature", "invalid_value"}},
+		{"max_tokens 0", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model), Prompt: prompt, MaxTokens: oai.Int(0)}, nil,
+			want{400, "invalid_request_error", "max_tokens", "invalid_value"}},
+		{"logprobs over the sampler's bound", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model), Prompt: prompt, Logprobs: oai.Int(21)}, nil,
+			want{400, "invalid_request_error", "logprobs", "invalid_value"}},
 		{"bad top_p", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model), Prompt: prompt, TopP: oai.Float(1.5)}, nil,
 			want{400, "invalid_request_error", "top_p", "invalid_value"}},
 		{"token out of range", oai.CompletionNewParams{Model: oai.CompletionNewParamsModel(f.model),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/internal/frontdoor"
+	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -26,14 +26,13 @@ const (
 
 // jobPrompt is one prompt of a job and what its choices start with.
 type jobPrompt struct {
-	req     scheduler.Request // the first choice's; the others differ in seed
-	echo    string            // text prepended to each choice (echo)
-	echoIDs []int32           // prompt tokens listed first in logprobs (echo with logprobs)
+	reqs    []scheduler.Request // one per choice (frontdoor.Door.Requests)
+	echo    string              // text prepended to each choice (echo)
+	echoIDs []int32             // prompt tokens listed first in logprobs (echo with logprobs)
 }
 
 // job is a validated request: n choices for each prompt. Choice i
-// belongs to prompt i/n and, when the request gave a seed, samples with
-// seed + i%n.
+// belongs to prompt i/n and is its request reqs[i%n].
 type job struct {
 	id       string
 	kind     kind
@@ -80,53 +79,52 @@ func finalErr(f *scheduler.Final) error {
 	if f.Err != nil {
 		return f.Err
 	}
-	switch f.Reason {
-	case scheduler.FinishTimeout:
-		return fmt.Errorf("%w: not admitted within the queue timeout", scheduler.ErrQueueFull)
-	case scheduler.FinishCancelled:
+	if f.Reason == scheduler.FinishCancelled {
 		return context.Canceled
 	}
 	return errors.New("request ended without a result")
 }
 
-// read is the one goroutine that reads c's stream: it hands each event to
-// the handler on out and ends after the Final. When ctx ends first (the
-// handler returned or the client left) it cancels the sequence and waits
-// for its Final (the scheduler sends it at its next step).
-func (h *Handler) read(ctx context.Context, id string, c *choice, out chan<- update) {
-	done := func(f *scheduler.Final) {
-		if h.cfg.onFinal != nil && f != nil {
-			h.cfg.onFinal(id, f)
-		}
-	}
-	for {
-		ev, err := c.st.Recv(ctx)
-		if err != nil {
-			c.st.Cancel()
-			if !errors.Is(err, io.EOF) {
-				done(frontdoor.AwaitFinal(c.st))
-			}
-			select {
-			case out <- update{c: c, err: recvErr(err)}:
-			case <-ctx.Done():
-			}
-			return
-		}
+// follow follows c's stream (frontdoor.Door.Follow): each event goes to
+// the handler goroutine on out, and so does the error that ends the
+// following early. When ctx ends first (the handler returned or the
+// client left) the Door cancels the sequence and records its Final when
+// the scheduler sends it.
+func (h *Handler) follow(ctx context.Context, j *job, c *choice, start time.Time, out chan<- update) {
+	put := func(u update) error {
 		select {
-		case out <- update{c: c, ev: ev}:
+		case out <- u:
+			return nil
 		case <-ctx.Done():
-			c.st.Cancel()
-			if ev.Final == nil {
-				ev.Final = frontdoor.AwaitFinal(c.st)
-			}
-			done(ev.Final)
-			return
-		}
-		if ev.Final != nil {
-			done(ev.Final)
-			return
+			return ctx.Err()
 		}
 	}
+	h.door.Follow(ctx, c.st, frontdoor.Follow{
+		Door:  frontdoor.DoorOpenAI,
+		Start: start,
+		Send:  func(ev scheduler.Event) error { return put(update{c: c, ev: ev}) },
+		Done: func(res frontdoor.Followed) {
+			if res.Err != nil {
+				put(update{c: c, err: j.wireErr(res.Err)})
+			}
+		},
+		Finished: func(f *scheduler.Final) {
+			if h.cfg.onFinal != nil {
+				h.cfg.onFinal(j.id, f)
+			}
+		},
+	})
+}
+
+// wireErr renames the owners' field names in err where this endpoint's
+// parameter differs: completions' logprobs is the sampler's
+// top_logprobs.
+func (j *job) wireErr(err error) error {
+	var pe *sample.ParamError
+	if j.kind == kindCompletion && errors.As(err, &pe) && pe.Field == "top_logprobs" {
+		return badParam("logprobs", "%s", pe.Msg)
+	}
+	return err
 }
 
 // run submits the job's sequences and writes the response: one JSON
@@ -137,6 +135,7 @@ func (h *Handler) read(ctx context.Context, id string, c *choice, out chan<- upd
 // When the client goes away, r.Context() ends and every sequence is
 // cancelled (it leaves the batch at the next step).
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
+	start := time.Now()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	updates := make(chan update)
@@ -148,18 +147,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 		}
 	}
 	submit := func(c *choice) error {
-		sr := j.prompts[c.prompt].req
-		if j.params.Seed != nil {
-			sr.Sampling.Seed += uint64(c.index % j.n)
-		} else if c.index%j.n != 0 {
-			sr.Sampling.Seed = rngSeed()
-		}
-		st, err := h.cfg.Scheduler.Submit(ctx, sr)
+		st, err := h.cfg.Scheduler.Submit(ctx, j.prompts[c.prompt].reqs[c.index%j.n])
 		if err != nil {
-			return err
+			return j.wireErr(err)
 		}
 		c.st = st
-		go h.read(ctx, j.id, c, updates) // ends after its stream's Final
+		h.follow(ctx, j, c, start, updates)
 		return nil
 	}
 	for p := range j.prompts {
@@ -168,7 +161,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 			return
 		}
 	}
-	out := &writer{ctx: ctx, h: h, w: w, rc: http.NewResponseController(w), j: j, created: time.Now().Unix()}
+	out := &writer{ctx: ctx, h: h, w: w, rc: http.NewResponseController(w), j: j, created: start.Unix(), stall: h.door.SendStallTimeout()}
 	defer out.rc.SetWriteDeadline(time.Time{})
 	if j.params.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -246,7 +239,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 		}
 	}
 	u := usageOf(j, choices)
-	h.cfg.Logger.DebugContext(ctx, "openai request done", "choices", len(choices),
+	h.log.DebugContext(ctx, "openai request done", "choices", len(choices),
 		"prompt_tokens_computed", u.computed, "completion_tokens", u.CompletionTokens)
 	if !j.params.Stream {
 		out.whole(choices, &u.usage)
@@ -374,8 +367,9 @@ type writer struct {
 	rc      *http.ResponseController
 	j       *job
 	created int64
-	head    []byte // a text chunk's bytes up to its choice index (textChunk)
-	buf     []byte // scratch for one event
+	stall   time.Duration // the Door's SendStallTimeout
+	head    []byte        // a text chunk's bytes up to its choice index (textChunk)
+	buf     []byte        // scratch for one event
 }
 
 // raw writes s and flushes it, within SendStallTimeout: a client that
@@ -383,7 +377,7 @@ type writer struct {
 func (o *writer) raw(s string) error { return o.rawBytes([]byte(s)) }
 
 func (o *writer) rawBytes(b []byte) error {
-	o.rc.SetWriteDeadline(time.Now().Add(o.h.cfg.SendStallTimeout))
+	o.rc.SetWriteDeadline(time.Now().Add(o.stall))
 	_, err := o.w.Write(b)
 	if err == nil {
 		err = o.rc.Flush()
@@ -393,7 +387,7 @@ func (o *writer) rawBytes(b []byte) error {
 		if o.h.cfg.onSlowReader != nil {
 			o.h.cfg.onSlowReader()
 		}
-		o.h.cfg.Logger.WarnContext(o.ctx, "openai: slow reader cut off", "request", o.j.id, "stall", o.h.cfg.SendStallTimeout)
+		o.h.log.WarnContext(o.ctx, "openai: slow reader cut off", "request", o.j.id, "stall", o.stall)
 	}
 	return err
 }
@@ -515,12 +509,4 @@ func (o *writer) whole(choices []*choice, u *usage) {
 	}
 	o.w.Header().Set("Content-Type", "application/json")
 	o.raw(string(b) + "\n")
-}
-
-// recvErr is the error a failed Recv reports.
-func recvErr(err error) error {
-	if errors.Is(err, io.EOF) {
-		return errors.New("scheduler stream ended without a final event")
-	}
-	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -35,8 +36,8 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // cancelled and leaves the batch, and its KV blocks return.
 func TestSlowReaderCutOff(t *testing.T) {
 	cut := make(chan struct{}, 1)
-	f := newFixture(t, true, func(c *Config) {
-		c.SendStallTimeout = 50 * time.Millisecond
+	f := newFixture(t, true, func(d *frontdoor.Config, c *Config) {
+		d.SendStallTimeout = 50 * time.Millisecond
 		c.onSlowReader = func() { cut <- struct{}{} }
 	})
 	// Serve again on a listener with small send buffers.

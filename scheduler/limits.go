@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/weft-inference/weft/runtime/sample"
 )
@@ -132,6 +133,21 @@ func (e *LimitError) Detail() string {
 // Unwrap returns the sentinel.
 func (e *LimitError) Unwrap() error { return e.Err }
 
+// TextError is a text of a Request that is not valid UTF-8 (a stop
+// string: it is matched against decoded text). It wraps
+// ErrInvalidRequest.
+type TextError struct {
+	Field string // the Request field, in snake_case: "stop"
+	Index int    // the string's index in the field
+}
+
+func (e *TextError) Error() string {
+	return fmt.Sprintf("%v: %s %d is not valid UTF-8", ErrInvalidRequest, e.Field, e.Index)
+}
+
+// Unwrap returns ErrInvalidRequest.
+func (e *TextError) Unwrap() error { return ErrInvalidRequest }
+
 // CheckPrompt returns the error Submit gives a prompt of n tokens, or nil
 // when it fits the context.
 func (l Limits) CheckPrompt(n int) error {
@@ -184,7 +200,10 @@ func (l Limits) check(r Request) error {
 	if len(r.StopStrings) > l.MaxStopStrings {
 		return &LimitError{Field: "stop", What: "stop strings", Op: "<=", Limit: l.MaxStopStrings, Got: len(r.StopStrings), Err: ErrInvalidRequest}
 	}
-	for _, x := range r.StopStrings {
+	for i, x := range r.StopStrings {
+		if !utf8.ValidString(x) {
+			return &TextError{Field: "stop", Index: i}
+		}
 		if x == "" {
 			return &LimitError{Field: "stop", What: "stop string bytes", Op: ">=", Limit: 1, Got: 0, Err: ErrInvalidRequest}
 		}

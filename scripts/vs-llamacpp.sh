@@ -3,7 +3,8 @@
 #
 # Prints the CPU (model, family, vector flags, last-level cache) first. Builds llama.cpp outside
 # this repository, once with its native flags and, where the CPU has AMX, once more with AMX off
-# (AVX-512 on), builds weft, writes synth-110m files with `weft gen-model`, then runs, round after
+# (AVX-512 on), builds weft, writes the files of one `weft gen-model` preset (synth-110m unless
+# --preset names another: llama-3.2-1b, qwen3-1.7b, gemma3-1b, the MoE presets), then runs, round after
 # round, for each file: llama-bench (prompt 128, decode 64), llama-batched-bench (decode at 1, 4,
 # 16, 64 sequences), `weft bench --engine` (the same shapes), and the whole-process wall time of
 # a 128-token greedy run (llama-completion, llama-cli or llama-simple against `weft generate`,
@@ -12,14 +13,15 @@
 # seconds over weft seconds).
 #
 # usage: scripts/vs-llamacpp.sh [--src DIR] [--llama-build DIR] [--work DIR] [--types "F16 Q8_0 Q4_K_M"]
-#            [--rounds N] [--threads T] [--prompt TEXT] [--weft BIN]
+#            [--preset NAME] [--rounds N] [--threads T] [--prompt TEXT] [--weft BIN]
 #
 #   --src DIR          llama.cpp source to build (default: the release the npm package
 #                      node-llama-cpp@3.22.1 bundles, unpacked under the work directory)
 #   --llama-build DIR  a ready native llama.cpp build (its bin/ holds llama-bench; missing
 #                      llama-batched-bench / llama-cli targets are built there); no native build
 #   --work DIR         build directories, models, logs and results (default /tmp/weft-vs-llamacpp)
-#   --types LIST       synth-110m types to compare (default "F16 Q8_0 Q4_K_M")
+#   --types LIST       the preset's types to compare (default "F16 Q8_0 Q4_K_M")
+#   --preset NAME      the `weft gen-model` preset to write and compare (default synth-110m)
 #   --rounds N         rounds of every run (default 2)
 #   --threads T        threads for both programs (default: nproc)
 #   --prompt TEXT      prompt of the 128-token wall-time run (default "Once upon a time")
@@ -33,6 +35,7 @@ src=""
 llama_build=""
 work=/tmp/weft-vs-llamacpp
 types="F16 Q8_0 Q4_K_M"
+preset=synth-110m
 rounds=2
 threads="$(nproc)"
 prompt="Once upon a time"
@@ -43,6 +46,7 @@ while [[ $# -gt 0 ]]; do
 	--llama-build) llama_build="$2"; shift 2 ;;
 	--work) work="$2"; shift 2 ;;
 	--types) types="$2"; shift 2 ;;
+	--preset) preset="$2"; shift 2 ;;
 	--rounds) rounds="$2"; shift 2 ;;
 	--threads) threads="$2"; shift 2 ;;
 	--prompt) prompt="$2"; shift 2 ;;
@@ -169,10 +173,10 @@ shared="${WEFT_SHARED:-$root/../shared}"
 vocab=()
 if [[ -f "$shared/vocab/ggml-vocab-llama-spm.gguf" ]]; then vocab=(--vocab "$shared/vocab/ggml-vocab-llama-spm.gguf"); fi
 for t in $types; do
-	f="$work/models/synth-110m-$t.gguf"
+	f="$work/models/$preset-$t.gguf"
 	if [[ ! -s "$f" ]]; then
 		echo "== writing $f"
-		"$weft" gen-model --out "$f" --preset synth-110m --type "$t" "${vocab[@]}" >/dev/null
+		"$weft" gen-model --out "$f" --preset "$preset" --type "$t" "${vocab[@]}" >/dev/null
 	fi
 done
 echo
@@ -194,7 +198,7 @@ seconds() {
 }
 
 run_llama() { # round type label dir
-	local r="$1" t="$2" label="$3" dir="$4" f="$work/models/synth-110m-$2.gguf" log="$work/logs/r$1-$2-$3"
+	local r="$1" t="$2" label="$3" dir="$4" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-$3"
 	echo "round $r $t: llama.cpp ($label)"
 	"$dir/bin/llama-bench" -m "$f" -p 128 -n 64 -r 3 -t "$threads" -o json >"$log-bench.json" 2>"$log-bench.err" ||
 		{ echo "vs-llamacpp: llama-bench failed (see $log-bench.err)" >&2; exit 1; }
@@ -232,7 +236,7 @@ EOF
 }
 
 run_weft() { # round type
-	local r="$1" t="$2" f="$work/models/synth-110m-$2.gguf" log="$work/logs/r$1-$2-weft"
+	local r="$1" t="$2" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-weft"
 	echo "round $r $t: weft"
 	GOMAXPROCS="$threads" "$weft" bench --engine --model "$f" --seqs 1,4,16,64 --steps 64 --context 128 \
 		--prompt 128 --format json >"$log-bench.json" 2>"$log-bench.err" ||

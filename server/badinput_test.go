@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/tokenizer"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -233,7 +234,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 		sched: func(c *scheduler.Config) {
 			c.NewDecoder = func() scheduler.TextDecoder { return bigDecoder{} }
 		},
-		server:   func(c *Config) { c.SendStallTimeout = 100 * time.Millisecond },
+		door:     func(c *frontdoor.Config) { c.SendStallTimeout = 100 * time.Millisecond },
 		dialOpts: []grpc.DialOption{grpc.WithInitialWindowSize(64 << 10), grpc.WithInitialConnWindowSize(64 << 10)},
 	})
 	const n = 39000
@@ -341,7 +342,7 @@ func (panicTokenizer) EncodeSegments([]tokenizer.Segment, bool) []int32 { panic(
 // TestPanicRecovery: a panic in a handler becomes INTERNAL for that call;
 // the server goes on serving.
 func TestPanicRecovery(t *testing.T) {
-	h := newHarness(t, harnessOpts{server: func(c *Config) { c.Tokenizer = panicTokenizer{} }})
+	h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) { c.Tokenizer = panicTokenizer{} }})
 	ctx := context.Background()
 	_, err := h.client.Tokenize(ctx, &inferencev1.TokenizeRequest{Text: "x"})
 	if code, reason := errorInfo(t, err); code != codes.Internal || reason != ReasonInternal {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -22,188 +24,256 @@ var roleNames = map[inferencev1.Role]string{
 	inferencev1.Role_ROLE_ASSISTANT: "assistant",
 }
 
+type chatStream = grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]
+
 // chatReply is the reply streaming for one turn.
 type chatReply struct {
-	st    *scheduler.Stream
-	pump  pumping
-	index int32
+	st      *scheduler.Stream
+	done    chan frontdoor.Followed // the following's end
+	stalled <-chan time.Time        // one Send blocked past the stall limit
+	text    strings.Builder         // the text sent, read after done
+	index   int32
+	prev    []chat.Message // the conversation before the turn
+}
+
+// chatSession is one Chat stream's state, owned by its handler goroutine.
+type chatSession struct {
+	s      *Server
+	ctx    context.Context
+	stream chatStream
+
+	conv       []chat.Message        // the conversation so far
+	reply      *chatReply            // the reply streaming, nil between turns
+	pending    *inferencev1.ChatTurn // a turn that interrupted the reply
+	next       int32                 // the next turn's index
+	clientDone bool                  // the client half-closed
 }
 
 // Chat implements InferenceService.Chat. The handler goroutine owns the
-// conversation; one goroutine receives client messages and, per turn, one
-// pump goroutine sends the reply (turns never overlap, so one goroutine at a
-// time calls Send).
-func (s *Server) Chat(stream grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
-	if s.cfg.Chat == nil {
+// conversation; one goroutine receives client messages (receiveChat) and,
+// per turn, one goroutine follows the reply (frontdoor.Door.Follow; turns
+// never overlap, so one goroutine at a time calls Send).
+func (s *Server) Chat(stream chatStream) error {
+	if !s.door.HasChat() {
 		return s.refuse(frontdoor.ErrNoChat)
 	}
-	ctx := stream.Context()
+	c := &chatSession{s: s, ctx: stream.Context(), stream: stream}
 	reqs := make(chan *inferencev1.ChatRequest)
 	recvErr := make(chan error, 1)
-	// The receiver ends when Recv fails: at the client's half-close or when
-	// this handler returns (which ends the stream).
-	go func() {
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				recvErr <- err
-				return
-			}
-			select {
-			case reqs <- m:
-			case <-ctx.Done():
-				recvErr <- ctx.Err()
-				return
-			}
-		}
-	}()
-
-	var (
-		conv        []chat.Message
-		reply       *chatReply
-		pending     *inferencev1.ChatTurn // a turn that interrupted the reply
-		next        int32
-		clientDone  bool
-		recvErrChan = (<-chan error)(recvErr)
-	)
-	// start begins the reply to t, or returns why t is refused; a refused
-	// turn leaves the conversation as it was.
-	start := func(t *inferencev1.ChatTurn) error {
-		if len(t.GetMessages()) == 0 {
-			return badField("turn.messages", "a turn needs at least one message")
-		}
-		msgs := slices.Clip(conv)
-		for i, m := range t.GetMessages() {
-			name, ok := roleNames[m.GetRole()]
-			if !ok {
-				return badField("turn.messages.role", "message %d has role %v", i, m.GetRole())
-			}
-			if !utf8.ValidString(m.GetContent()) {
-				return reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.content", "message %d is not valid UTF-8", i)
-			}
-			msgs = append(msgs, chat.Message{Role: name, Content: m.GetContent()})
-		}
-		trunc := frontdoor.Reject
-		if t.GetTruncation() == inferencev1.Truncation_TRUNCATION_DROP_OLDEST {
-			trunc = frontdoor.DropOldest
-		}
-		msgs, prompt, err := s.door.ChatPrompt(ctx, msgs, len(conv), trunc)
-		if err != nil {
-			return err
-		}
-		r, err := s.buildRequest(t.GetRequestId(), prompt, t, 0)
-		if err != nil {
-			return err
-		}
-		st, err := s.cfg.Scheduler.Submit(ctx, r)
-		if err != nil {
-			return err
-		}
-		conv = msgs
-		idx := next
-		next++
-		p := s.pump(ctx, st, r, time.Now(), func(c *inferencev1.Chunk, f *inferencev1.Final) error {
-			m := &inferencev1.ChatResponse{Turn: idx}
-			if c != nil {
-				m.Response = &inferencev1.ChatResponse_Chunk{Chunk: c}
-			} else {
-				m.Response = &inferencev1.ChatResponse_Final{Final: f}
-				m.LoadReport = s.load.turnReport()
-			}
-			return stream.Send(m)
-		})
-		reply = &chatReply{st: st, pump: p, index: idx}
-		return nil
-	}
-	// startOrRefuse starts t; a refused turn gets its TurnError (no reply
-	// is streaming, so this goroutine may Send) and the stream goes on.
-	// Only errors that end the stream are returned.
-	startOrRefuse := func(t *inferencev1.ChatTurn) error {
-		err := start(t)
-		if err == nil {
-			return nil
-		}
-		te := turnError(err)
-		s.metrics.rejected.WithLabelValues(rejectReason(err)).Inc()
-		if te == nil {
-			return err
-		}
-		idx := next
-		next++
-		return stream.Send(&inferencev1.ChatResponse{Turn: idx, Response: &inferencev1.ChatResponse_Error{Error: te}})
-	}
-	turn := func(t *inferencev1.ChatTurn) error {
-		if reply != nil {
-			// Interrupt: the reply ends (its partial text is kept) and this
-			// turn starts (or is refused) when it has.
-			reply.st.Cancel()
-			pending = t
-			return nil
-		}
-		return startOrRefuse(t)
-	}
-
+	go receiveChat(c.ctx, stream, reqs, recvErr)
 	for {
 		var (
-			doneC  <-chan pumpResult
+			doneC  <-chan frontdoor.Followed
 			stallC <-chan time.Time
 			reqC   = reqs
 		)
-		if reply != nil {
-			doneC, stallC = reply.pump.done, reply.pump.stalled
+		if c.reply != nil {
+			doneC, stallC = c.reply.done, c.reply.stalled
 		}
-		if clientDone || pending != nil {
+		if c.clientDone || c.pending != nil {
 			reqC = nil // finish the interrupted reply before reading on
 		}
+		var (
+			end bool
+			err error
+		)
 		select {
 		case m := <-reqC:
-			var err error
-			switch r := m.GetRequest().(type) {
-			case *inferencev1.ChatRequest_Turn:
-				err = turn(r.Turn)
-			case *inferencev1.ChatRequest_Cancel:
-				if reply != nil {
-					reply.st.Cancel()
-				}
-			default:
-				err = reqErr(codes.InvalidArgument, ReasonInvalidParameter, "request", "empty chat request (want turn or cancel)")
-			}
-			if err != nil {
-				if reply != nil {
-					reply.st.Cancel()
-				}
-				return Status(err)
-			}
-		case err := <-recvErrChan:
-			recvErrChan = nil
-			if !errors.Is(err, io.EOF) {
-				if reply != nil {
-					reply.st.Cancel()
-				}
-				return Status(err)
-			}
-			clientDone = true
-			if reply == nil && pending == nil {
-				return nil
-			}
+			err = c.request(m)
+		case rerr := <-recvErr:
+			recvErr = nil
+			end, err = c.clientEnded(rerr)
 		case res := <-doneC:
-			reply = nil
-			conv = append(conv, chat.Message{Role: "assistant", Content: res.text})
-			if res.err != nil {
-				return Status(res.err)
-			}
-			if pending != nil {
-				t := pending
-				pending = nil
-				if err := startOrRefuse(t); err != nil {
-					return Status(err)
-				}
-			} else if clientDone {
-				return nil
-			}
+			end, err = c.replyDone(res)
 		case <-stallC:
-			reply.st.Cancel()
-			return Status(errSlowReader)
+			err = errSlowReader
+		}
+		if err != nil {
+			c.cancelReply()
+			return Status(err)
+		}
+		if end {
+			return nil
 		}
 	}
+}
+
+// receiveChat passes the client's messages to the handler until Recv
+// fails (at the client's half-close, or when the handler returns, which
+// ends the stream), then sends the error.
+func receiveChat(ctx context.Context, stream chatStream, reqs chan<- *inferencev1.ChatRequest, recvErr chan<- error) {
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			recvErr <- err
+			return
+		}
+		select {
+		case reqs <- m:
+		case <-ctx.Done():
+			recvErr <- ctx.Err()
+			return
+		}
+	}
+}
+
+// request handles one client message: a turn or a cancel. An error ends
+// the stream.
+func (c *chatSession) request(m *inferencev1.ChatRequest) error {
+	switch r := m.GetRequest().(type) {
+	case *inferencev1.ChatRequest_Turn:
+		return c.turn(r.Turn)
+	case *inferencev1.ChatRequest_Cancel:
+		c.cancelReply()
+		return nil
+	}
+	return reqErr(codes.InvalidArgument, ReasonInvalidParameter, "request", "empty chat request (want turn or cancel)")
+}
+
+// clientEnded handles the end of the client's messages: a half-close
+// ends the stream once the reply (and an interrupting turn's) is done;
+// anything else ends it at once.
+func (c *chatSession) clientEnded(err error) (end bool, _ error) {
+	if !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	c.clientDone = true
+	return c.reply == nil && c.pending == nil, nil
+}
+
+// cancelReply cancels the streaming reply, if any; its Final follows.
+func (c *chatSession) cancelReply() {
+	if c.reply != nil {
+		c.reply.st.Cancel()
+	}
+}
+
+// turn starts t, or, while a reply streams, interrupts it: the reply
+// ends (its partial text is kept) and t starts (or is refused) when it
+// has.
+func (c *chatSession) turn(t *inferencev1.ChatTurn) error {
+	if c.reply != nil {
+		c.reply.st.Cancel()
+		c.pending = t
+		return nil
+	}
+	return c.startOrRefuse(t)
+}
+
+// startOrRefuse starts t; a refused turn gets its TurnError (no reply is
+// streaming, so this goroutine may Send) and the stream goes on. Only
+// errors that end the stream are returned.
+func (c *chatSession) startOrRefuse(t *inferencev1.ChatTurn) error {
+	err := c.start(t)
+	if err == nil {
+		return nil
+	}
+	idx := c.next
+	c.next++
+	return c.refuseTurn(idx, err)
+}
+
+// refuseTurn sends turn idx's TurnError for err, counted as a refusal;
+// an error that refuses no turn (turnError nil) is returned to end the
+// stream.
+func (c *chatSession) refuseTurn(idx int32, err error) error {
+	c.s.metrics.rejected.WithLabelValues(rejectReason(err)).Inc()
+	te := turnError(err)
+	if te == nil {
+		return err
+	}
+	return c.stream.Send(&inferencev1.ChatResponse{Turn: idx, Response: &inferencev1.ChatResponse_Error{Error: te}})
+}
+
+// start begins the reply to t, or returns why t is refused; a refused
+// turn leaves the conversation as it was.
+func (c *chatSession) start(t *inferencev1.ChatTurn) error {
+	msgs, err := c.messages(t)
+	if err != nil {
+		return err
+	}
+	trunc := frontdoor.Reject
+	if t.GetTruncation() == inferencev1.Truncation_TRUNCATION_DROP_OLDEST {
+		trunc = frontdoor.DropOldest
+	}
+	msgs, prompt, err := c.s.door.ChatPrompt(c.ctx, msgs, len(c.conv), trunc)
+	if err != nil {
+		return err
+	}
+	r, err := c.s.buildRequest(t.GetRequestId(), prompt, t, 0)
+	if err != nil {
+		return err
+	}
+	st, err := c.s.cfg.Scheduler.Submit(c.ctx, r)
+	if err != nil {
+		return err
+	}
+	rep := &chatReply{st: st, done: make(chan frontdoor.Followed, 1), index: c.next, prev: c.conv}
+	c.conv = msgs
+	c.next++
+	rep.stalled = c.s.door.Follow(c.ctx, st, c.s.follow(r, time.Now(), rep.done, c.send(rep)))
+	c.reply = rep
+	return nil
+}
+
+// messages is the conversation so far with t's messages after it,
+// decoded from the wire.
+func (c *chatSession) messages(t *inferencev1.ChatTurn) ([]chat.Message, error) {
+	if len(t.GetMessages()) == 0 {
+		return nil, badField("turn.messages", "a turn needs at least one message")
+	}
+	msgs := slices.Clip(c.conv)
+	for i, m := range t.GetMessages() {
+		name, ok := roleNames[m.GetRole()]
+		if !ok {
+			return nil, badField("turn.messages.role", "message %d has role %v", i, m.GetRole())
+		}
+		if !utf8.ValidString(m.GetContent()) {
+			return nil, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.content", "message %d is not valid UTF-8", i)
+		}
+		msgs = append(msgs, chat.Message{Role: name, Content: m.GetContent()})
+	}
+	return msgs, nil
+}
+
+// send is the reply's send: chunks (their text kept for the
+// conversation), then the Final with the turn's load report.
+func (c *chatSession) send(rep *chatReply) func(*inferencev1.Chunk, *inferencev1.Final) error {
+	return func(ch *inferencev1.Chunk, f *inferencev1.Final) error {
+		m := &inferencev1.ChatResponse{Turn: rep.index}
+		if ch != nil {
+			rep.text.WriteString(ch.Text)
+			m.Response = &inferencev1.ChatResponse_Chunk{Chunk: ch}
+		} else {
+			m.Response = &inferencev1.ChatResponse_Final{Final: f}
+			m.LoadReport = c.s.load.turnReport()
+		}
+		return c.stream.Send(m)
+	}
+}
+
+// replyDone handles the end of the reply: its text joins the
+// conversation (a turn never admitted is refused instead, and the
+// conversation is as it was); then the interrupting turn starts, or the
+// stream ends if the client has half-closed.
+func (c *chatSession) replyDone(res frontdoor.Followed) (end bool, _ error) {
+	rep := c.reply
+	c.reply = nil
+	if errors.Is(res.Err, frontdoor.ErrQueueTimeout) {
+		c.conv = rep.prev
+		if err := c.refuseTurn(rep.index, res.Err); err != nil {
+			return false, err
+		}
+	} else {
+		c.conv = append(c.conv, chat.Message{Role: "assistant", Content: rep.text.String()})
+		if res.Err != nil {
+			return false, res.Err
+		}
+	}
+	if c.pending != nil {
+		t := c.pending
+		c.pending = nil
+		return false, c.startOrRefuse(t)
+	}
+	return c.clientDone, nil
 }

@@ -5,13 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weft-inference/weft/runtime/chat"
-	"github.com/weft-inference/weft/runtime/tokenizer"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -28,22 +26,12 @@ type Scheduler interface {
 
 var _ Scheduler = (*scheduler.Scheduler)(nil)
 
-// Tokenizer turns text into token ids and back; *tokenizer.Tokenizer
-// implements it.
+// Tokenizer turns token ids back into text (Detokenize) and tells the
+// vocabulary's size (GetModelInfo); *tokenizer.Tokenizer implements it.
+// Tokenizing is the Door's.
 type Tokenizer interface {
-	Encode(text string, addSpecial, parseSpecial bool) []int32
-	// EncodeSegments tokenizes the concatenated segments, recognising
-	// control-token text only in segments with ParseSpecial set.
-	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
 	Decode(ids []int32) string
 	VocabSize() int
-}
-
-// ChatRenderer renders a conversation into prompt text, split into the
-// template's own text and the message contents; *chat.Template implements
-// it.
-type ChatRenderer interface {
-	RenderSegments(msgs []chat.Message, addGenerationPrompt bool) ([]chat.Segment, error)
 }
 
 // KVCache describes the paged KV pool for GetModelInfo.
@@ -67,40 +55,27 @@ type ModelInfo struct {
 	ParameterCount int64          // parameters (0 if unknown)
 }
 
-// Config configures a Server. Scheduler and Tokenizer are required; the
-// rest has defaults.
+// Config configures a Server. Scheduler, Door and Tokenizer are
+// required; the rest has defaults.
 type Config struct {
 	// Scheduler runs the requests. Required.
 	Scheduler Scheduler
-	// Tokenizer tokenizes prompts. Required. One that also has BOS() int32
-	// and AddBOS() bool gets a BOS in front of chat prompts whose template
-	// writes none.
+	// Door is the process's request pipeline, shared with every other
+	// front door: byte bounds, tokenizing, chat prompts, defaults,
+	// structured output, request ids and logging, following a stream and
+	// the per-request metrics. Required; its Limits are Scheduler's.
+	Door *frontdoor.Door
+	// Tokenizer decodes token ids (Detokenize). Required.
 	Tokenizer Tokenizer
-	// Chat renders chat conversations: the model's own template, or the
-	// fallback the operator chose (then ChatFallback names it). Nil makes
-	// Chat fail with FAILED_PRECONDITION / NO_CHAT_TEMPLATE.
-	Chat ChatRenderer
-	// ChatFallback is empty when Chat is the model's own template, else the
-	// name of the fallback it is ("chatml", a file); GetModelInfo's
-	// has_chat_template is set only when it is empty.
+	// ChatFallback is empty when the Door's chat template is the model's
+	// own, else the name of the fallback it is ("chatml", a file);
+	// GetModelInfo's has_chat_template is set only when it is empty. A
+	// Door without a template makes Chat fail with FAILED_PRECONDITION /
+	// NO_CHAT_TEMPLATE.
 	ChatFallback string
 	// Info is what GetModelInfo reports besides the scheduler's limits;
 	// Info.VocabSize defaults to Tokenizer.VocabSize().
 	Info ModelInfo
-	// MaxPromptBytes bounds the bytes of text a request may have tokenized
-	// (Generate's text, the sum of a chat conversation's contents, Tokenize's
-	// text); longer texts are refused with PROMPT_TOO_LONG before any
-	// tokenization. Default the context length (Scheduler.Limits) times
-	// frontdoor.PromptBytesPerToken.
-	MaxPromptBytes int
-	// TokenizeConcurrency bounds how many requests tokenize at once (the
-	// rest wait, cancellably). Default GOMAXPROCS.
-	TokenizeConcurrency int
-	// SendStallTimeout cuts off a stream whose client has accepted nothing
-	// for this long (one Send blocked). Default 30s.
-	SendStallTimeout time.Duration
-	// QueueTimeout, when > 0, fails requests not admitted in time.
-	QueueTimeout time.Duration
 	// AuthToken, when set, requires "authorization: Bearer <token>" on every
 	// RPC except the health service.
 	AuthToken string
@@ -111,10 +86,9 @@ type Config struct {
 	// KeepaliveMinTime is the shortest client keepalive ping interval
 	// allowed; clients pinging faster are disconnected. Default 10s.
 	KeepaliveMinTime time.Duration
-	// Logger receives request logs. Default slog.Default().
-	Logger *slog.Logger
-	// Registry receives the Prometheus metrics; nil creates one
-	// (MetricsHandler serves it).
+	// Registry receives the server's Prometheus metrics; nil creates one
+	// (MetricsHandler serves it). The Door's per-request metrics are in
+	// the registry it was given (the same one, in weft serve).
 	Registry *prometheus.Registry
 
 	// onFinal, when set (tests), is called with every request's Final.
@@ -131,8 +105,14 @@ func (c *Config) validate() error {
 	if c.Scheduler == nil {
 		return errors.New("server: config: nil Scheduler")
 	}
+	if c.Door == nil {
+		return errors.New("server: config: nil Door")
+	}
 	if c.Tokenizer == nil {
 		return errors.New("server: config: nil Tokenizer")
+	}
+	if c.Door.Limits() != c.Scheduler.Limits() {
+		return errors.New("server: config: the Door was built with other limits than the Scheduler's")
 	}
 	if c.Info.VocabSize == 0 {
 		c.Info.VocabSize = c.Tokenizer.VocabSize()
@@ -145,17 +125,8 @@ func (c *Config) validate() error {
 	if lim := c.Scheduler.Limits(); lim.VocabSize <= 0 {
 		return bad("the scheduler checks no token ids (scheduler.Config.VocabSize is %d)", lim.VocabSize)
 	}
-	if c.Chat == nil && c.ChatFallback != "" {
-		return bad("ChatFallback %q without Chat", c.ChatFallback)
-	}
-	if c.SendStallTimeout == 0 {
-		c.SendStallTimeout = 30 * time.Second
-	}
-	if c.SendStallTimeout < 0 {
-		return bad("SendStallTimeout %v must be > 0", c.SendStallTimeout)
-	}
-	if c.QueueTimeout < 0 {
-		return bad("QueueTimeout %v must be >= 0", c.QueueTimeout)
+	if !c.Door.HasChat() && c.ChatFallback != "" {
+		return bad("ChatFallback %q without a chat template", c.ChatFallback)
 	}
 	if c.MaxRecvMsgSize == 0 {
 		c.MaxRecvMsgSize = 4 << 20
@@ -165,9 +136,6 @@ func (c *Config) validate() error {
 	}
 	if c.KeepaliveMinTime == 0 {
 		c.KeepaliveMinTime = 10 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

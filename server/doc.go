@@ -1,22 +1,28 @@
 // Package server is weft's gRPC front end: it implements
 // inference.v1.InferenceService on top of a scheduler.Scheduler.
 //
-// Each request's wire shape is checked here (enum values, oneofs, UTF-8);
-// its text is bounded in bytes and tokenized, chat turns rendered with the
-// chat template first (internal/frontdoor, shared with the OpenAI door),
-// then it is submitted to the scheduler. The scheduler owns every bound on
-// a request (Scheduler.Limits, refused by Submit with a
-// *scheduler.LimitError) and sample.Params.Validate the sampling ranges;
+// The server is a wire adapter on the process's one request pipeline,
+// internal/frontdoor's Door (Config.Door, shared with the OpenAI door):
+// it checks each request's wire shape (enum values, oneofs, UTF-8),
+// decodes it into the Door's Options, and the Door bounds and tokenizes
+// the text, renders chat turns, fills the defaults (max_tokens 0 is
+// proto3's unset: the default), compiles response formats, follows the
+// stream and records the per-request metrics (door="grpc"). The scheduler
+// owns every bound on a request (Scheduler.Limits, refused by Submit with
+// a *scheduler.LimitError) and sample.Params.Validate the sampling ranges;
 // the server checks neither, and GetModelInfo reports the scheduler's
 // context length, the one honoured. has_chat_template is true only when
 // Chat renders with the model's own template (Config.ChatFallback empty);
 // without any template Chat is refused with NO_CHAT_TEMPLATE.
 //
 // The scheduler's Stream is drained by exactly one goroutine per RPC that
-// calls Send. The scheduler never waits for a client: a slow reader only
-// grows its own mailbox, and a reader that accepts nothing for
-// Config.SendStallTimeout is cut off with codes.ResourceExhausted (reason
-// SLOW_READER) and its sequence cancelled.
+// calls Send (frontdoor.Door.Follow). The scheduler never waits for a
+// client: a slow reader only grows its own mailbox, and a reader that
+// accepts nothing for the Door's SendStallTimeout is cut off with
+// codes.ResourceExhausted (reason SLOW_READER) and its sequence cancelled.
+// A request not admitted within the queue timeout ends, like one refused
+// by a full queue, with codes.ResourceExhausted (reason QUEUE_FULL, with
+// RetryInfo), not with a Final (a Chat turn gets it as its TurnError).
 //
 // Errors from every layer go through one function, Status, which gives each
 // a gRPC code and exactly one google.rpc.ErrorInfo (domain
@@ -28,7 +34,8 @@
 // the otelgrpc stats handler, grpc health (NOT_SERVING until SetServing(true)
 // and again from Shutdown on), reflection, keepalive enforcement, message
 // size limits and optional TLS. Prometheus metrics (vLLM's meanings, weft_
-// names) are served by MetricsHandler.
+// names; the per-request ones are the Door's) are served by
+// MetricsHandler.
 //
 // ORCA load reports (orca.go) go into every RPC's trailers and out of band
 // through OpenRcaService (at most every MinORCAInterval). They and the
@@ -37,7 +44,8 @@
 //
 // Example:
 //
-//	srv, err := server.New(server.Config{Scheduler: sched, Tokenizer: tok, Chat: tmpl, Info: info})
+//	door, err := frontdoor.New(frontdoor.Config{Tokenizer: tok, Chat: tmpl, Limits: sched.Limits(), Registry: reg})
+//	srv, err := server.New(server.Config{Scheduler: sched, Door: door, Tokenizer: tok, Info: info, Registry: reg})
 //	// GetModelInfo's context_length is sched.Limits().ContextLen.
 //	if err != nil { ... }
 //	go srv.Serve(lis)

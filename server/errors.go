@@ -108,6 +108,7 @@ func toStatus(err error) *status.Status {
 		pe *sample.ParamError
 		be *frontdoor.BytesError
 		te *frontdoor.TemplateError
+		xe *scheduler.TextError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -118,6 +119,10 @@ func toStatus(err error) *status.Status {
 		if errors.Is(le, scheduler.ErrPromptTooLong) {
 			msg += fmt.Sprintf(" (the context holds %d: the prompt plus at least one generated token)", le.Limit+1)
 		}
+	case errors.As(err, &xe):
+		code, reason = codes.InvalidArgument, ReasonInvalidUTF8
+		meta = map[string]string{"field": wireField(xe.Field)}
+		msg = fmt.Sprintf("%s: string %d is not valid UTF-8", wireField(xe.Field), xe.Index)
 	case errors.As(err, &pe):
 		code, reason = codes.InvalidArgument, ReasonInvalidParameter
 		meta = map[string]string{"field": wireField(pe.Field)}

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"sync"
 
 	"google.golang.org/grpc/codes"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/constrain"
 	"github.com/weft-inference/weft/runtime/sample"
 )
@@ -16,31 +16,8 @@ import (
 // names the problem.
 const ReasonInvalidResponseFormat = "INVALID_RESPONSE_FORMAT"
 
-// vocabTokenizer is implemented by a Tokenizer that can tell each token's
-// output bytes (*tokenizer.Tokenizer does); response_format needs it.
-type vocabTokenizer interface {
-	TokenBytes(id int32) []byte
-	EOGs() []int32
-}
-
-// maxCachedFormats bounds the compiled response formats kept (least
-// recently used first out).
-const maxCachedFormats = 64
-
-// formatCache is the server's constrain.Cache, built over the model's
-// vocabulary on the first request with a format. Its zero value is ready.
-type formatCache struct {
-	once  sync.Once
-	cache *constrain.Cache // nil when the tokenizer cannot report token bytes
-}
-
-// constraintSource adapts a Constraint to the sampler's interface: each
-// sequence gets its own state.
-type constraintSource struct{ c *constrain.Constraint }
-
-func (s constraintSource) NewState() sample.ConstraintState { return s.c.Start() }
-
-// responseFormat compiles f (nil: no constraint) for the sampler.
+// responseFormat decodes f (nil: no constraint) and compiles it through
+// the Door's cache.
 func (s *Server) responseFormat(f *inferencev1.ResponseFormat) (sample.Constraint, error) {
 	if f == nil {
 		return nil, nil
@@ -64,28 +41,12 @@ func (s *Server) responseFormat(f *inferencev1.ResponseFormat) (sample.Constrain
 			cf.Choice = []string{}
 		}
 	}
-	fc := &s.formats
-	fc.once.Do(func() {
-		vt, ok := s.cfg.Tokenizer.(vocabTokenizer)
-		if !ok {
-			return
-		}
-		pieces := make([][]byte, s.cfg.Tokenizer.VocabSize())
-		for i := range pieces {
-			pieces[i] = vt.TokenBytes(int32(i))
-		}
-		fc.cache = constrain.NewCache(pieces, vt.EOGs(), maxCachedFormats)
-	})
-	if fc.cache == nil {
-		return nil, reqErr(codes.FailedPrecondition, ReasonInvalidResponseFormat, "response_format",
-			"the model's tokenizer cannot report token bytes")
+	c, err := s.door.Constraint(cf)
+	switch {
+	case errors.Is(err, frontdoor.ErrNoTokenBytes):
+		return nil, reqErr(codes.FailedPrecondition, ReasonInvalidResponseFormat, "response_format", "%v", err)
+	case errors.Is(err, constrain.ErrInvalid):
+		return nil, reqErr(codes.InvalidArgument, ReasonInvalidResponseFormat, "response_format", "%v", err)
 	}
-	c, err := fc.cache.Get(cf)
-	if err != nil {
-		if errors.Is(err, constrain.ErrInvalid) {
-			return nil, reqErr(codes.InvalidArgument, ReasonInvalidResponseFormat, "response_format", "%v", err)
-		}
-		return nil, err
-	}
-	return constraintSource{c}, nil
+	return c, err
 }

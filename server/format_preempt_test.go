@@ -1,11 +1,11 @@
 package server
 
 import (
-	"log/slog"
 	"sync"
 	"testing"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/cpu"
@@ -37,8 +37,8 @@ func TestResponseFormatPreemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := serveOverBufconn(t, sched, Config{Tokenizer: m.Tok, Logger: slog.New(slog.DiscardHandler),
-		Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
+	client := serveOverBufconn(t, sched, frontdoor.Config{Tokenizer: m.Tok},
+		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 
 	schema := `{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer","minimum":0,"maximum":999},"ok":{"type":"boolean"}},"required":["id","ok"],"additionalProperties":false},"minItems":3,"maxItems":4}`
 	sch := compileValidator(t, []byte(schema))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/constrain/constraintest"
@@ -131,8 +131,8 @@ func synthServer(t *testing.T, path string, maxSeqs, maxWaiting int) (inferencev
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := serveOverBufconn(t, sched, Config{Tokenizer: m.Tok, Chat: m.Template, Logger: slog.New(slog.DiscardHandler),
-		Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
+	client := serveOverBufconn(t, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template},
+		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 	return client, sched
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/cpu"
@@ -56,12 +56,8 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { b.Close(); m.Close() }) // after the step loop has ended (serveOverBufconn)
-	return serveOverBufconn(tb, sched, Config{
-		Tokenizer: m.Tok,
-		Chat:      m.Template,
-		Info:      ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
+	return serveOverBufconn(tb, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template},
+		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 }
 
 // checkStatus fails unless err is nil or a status with exactly one

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"context"
 	"errors"
-	"io"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -28,18 +25,17 @@ type genOptions interface {
 }
 
 // buildRequest makes the scheduler request for prompt (already tokenized)
-// with o's options. It checks the wire shape only (UTF-8); the bounds are
-// the scheduler's, checked by Submit, and the sampling ranges
-// sample.Params.Validate's.
+// with o's options. It checks the wire shape only (UTF-8 of the id); the
+// bounds are the scheduler's, checked by Submit, and the sampling ranges
+// sample.Params.Validate's. max_tokens 0 is proto3's unset: the default.
 func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority int32) (scheduler.Request, error) {
 	if !utf8.ValidString(id) {
 		return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "request_id", "not valid UTF-8")
 	}
 	st := o.GetStopping()
-	for _, x := range st.GetStop() {
-		if !utf8.ValidString(x) {
-			return scheduler.Request{}, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "stopping.stop", "not valid UTF-8")
-		}
+	var maxTokens *int
+	if v := int(st.GetMaxTokens()); v != 0 {
+		maxTokens = &v
 	}
 	sp, lp := o.GetSampling(), o.GetLogprobs()
 	r := s.door.Request(id, prompt, frontdoor.Options{
@@ -56,7 +52,7 @@ func (s *Server) buildRequest(id string, prompt []int32, o genOptions, priority 
 			TopLogprobs:       int(lp.GetTopN()),
 		},
 		SeedSet:           sp != nil && sp.Seed != nil,
-		MaxTokens:         int(st.GetMaxTokens()),
+		MaxTokens:         maxTokens,
 		MinTokens:         int(st.GetMinTokens()),
 		StopStrings:       st.GetStop(),
 		StopTokenIDs:      st.GetStopTokenIds(),
@@ -109,105 +105,61 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 		st.Cancel()
 		return Status(err)
 	}
-	res := s.pump(ctx, st, r, start, func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+	done := make(chan frontdoor.Followed, 1)
+	stalled := s.door.Follow(ctx, st, s.follow(r, start, done, func(c *inferencev1.Chunk, f *inferencev1.Final) error {
 		if c != nil {
 			return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Chunk{Chunk: c}})
 		}
 		return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Final{Final: f}})
-	})
+	}))
 	select {
-	case out := <-res.done:
-		return Status(out.err)
-	case <-res.stalled:
+	case res := <-done:
+		if errors.Is(res.Err, frontdoor.ErrQueueTimeout) {
+			return s.refuse(res.Err) // never admitted: a refusal
+		}
+		return Status(res.Err)
+	case <-stalled:
 		st.Cancel()
 		return Status(errSlowReader)
 	}
 }
 
-// pumpResult is how a stream's pump ended.
-type pumpResult struct {
-	final *scheduler.Final // nil only if the scheduler never sent one
-	text  string           // all text sent
-	err   error            // nil when the Final reached the client
-}
-
-// pumping is a running pump.
-type pumping struct {
-	done    <-chan pumpResult // receives once, when the pump has ended
-	stalled <-chan time.Time  // fires when one Send blocked past the stall limit
-}
-
-// pump starts the one goroutine that reads st and calls send (chunks, then
-// the final). It reports on done when the Final was sent, when ctx ends (the
-// request is cancelled) or when a Send fails, and then, in the last two
-// cases, waits for the scheduler's Final to record it (at most one step).
-// If the caller gives up on a stall, the goroutine goes on once the RPC
-// handler has returned, which fails the blocked Send.
-func (s *Server) pump(ctx context.Context, st *scheduler.Stream, r scheduler.Request, start time.Time,
-	send func(*inferencev1.Chunk, *inferencev1.Final) error) pumping {
-	done := make(chan pumpResult, 1)
-	stall := time.NewTimer(time.Hour)
-	stall.Stop()
-	guarded := func(c *inferencev1.Chunk, f *inferencev1.Final) error {
-		stall.Reset(s.cfg.SendStallTimeout)
-		defer stall.Stop()
-		return send(c, f)
-	}
-	go func() {
-		var res pumpResult
-		var text strings.Builder
-		abandoned := false // the request ended early; its Final comes later
-		defer func() {
-			res.text = text.String()
-			done <- res
-			if abandoned {
-				if s.cfg.onCancel != nil {
-					s.cfg.onCancel(r.ID)
-				}
-				// Do not hold the handler for the scheduler's next step
-				// (which may be slow); record the Final when it comes. The
-				// scheduler sends one for every accepted request.
-				if f := frontdoor.AwaitFinal(st); f != nil {
-					s.observe(ctx, r, start, f)
-				}
-			} else if res.final != nil {
-				s.observe(ctx, r, start, res.final)
-			}
-		}()
-		for {
-			ev, err := st.Recv(ctx)
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					res.err = errors.New("scheduler stream ended without a final event")
-					return
-				}
-				st.Cancel()
-				abandoned, res.err = true, err
-				return
-			}
+// follow is how the server follows r's stream (frontdoor.Door.Follow):
+// each event becomes a Chunk, then the Final, handed to send; the ending
+// goes to done (capacity 1). A Final cut off by the shutdown
+// (scheduler.ErrClosed) is not sent: the stream ends with UNAVAILABLE /
+// DRAINING instead.
+func (s *Server) follow(r scheduler.Request, start time.Time, done chan<- frontdoor.Followed,
+	send func(*inferencev1.Chunk, *inferencev1.Final) error) frontdoor.Follow {
+	return frontdoor.Follow{
+		Door:  frontdoor.DoorGRPC,
+		Start: start,
+		Send: func(ev scheduler.Event) error {
 			if len(ev.Tokens) > 0 || ev.Text != "" {
-				text.WriteString(ev.Text)
-				if err := guarded(toChunk(ev, r.Sampling.Logprobs), nil); err != nil {
-					st.Cancel()
-					abandoned, res.err = ev.Final == nil, err
-					res.final = ev.Final
-					return
+				if err := send(toChunk(ev, r.Sampling.Logprobs), nil); err != nil {
+					return err
 				}
 			}
-			if ev.Final != nil {
-				res.final = ev.Final
-				if errors.Is(ev.Final.Err, scheduler.ErrClosed) {
-					// Cut off by the shutdown: the stream ends with
-					// UNAVAILABLE / DRAINING, not a Final.
-					res.err = ev.Final.Err
-					return
-				}
-				res.err = guarded(nil, toFinal(r.ID, start, ev.Final))
-				return
+			if ev.Final == nil {
+				return nil
 			}
-		}
-	}()
-	return pumping{done: done, stalled: stall.C}
+			if errors.Is(ev.Final.Err, scheduler.ErrClosed) {
+				return ev.Final.Err
+			}
+			return send(nil, toFinal(r.ID, start, ev.Final))
+		},
+		Done: func(res frontdoor.Followed) { done <- res },
+		Abandoned: func() {
+			if s.cfg.onCancel != nil {
+				s.cfg.onCancel(r.ID)
+			}
+		},
+		Finished: func(f *scheduler.Final) {
+			if s.cfg.onFinal != nil {
+				s.cfg.onFinal(r.ID, f)
+			}
+		},
+	}
 }
 
 func toChunk(ev scheduler.Event, logprobs bool) *inferencev1.Chunk {

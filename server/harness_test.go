@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
@@ -39,6 +41,8 @@ type harness struct {
 
 type harnessOpts struct {
 	sched     func(*scheduler.Config)
+	door      func(*frontdoor.Config) // its Limits are the scheduler's
+	model     func(*schedtest.Model)  // hooks set before the first step
 	server    func(*Config)
 	gated     bool
 	dialOpts  []grpc.DialOption
@@ -66,6 +70,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.gated {
 		h.model.Gate = make(chan struct{})
 	}
+	if o.model != nil {
+		o.model(h.model)
+	}
 	sched, err := scheduler.New(scfg, h.model)
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +85,27 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		sched.Run(ctx)
 	}()
 
-	cfg := Config{
-		Scheduler: sched,
+	reg := prometheus.NewRegistry()
+	dcfg := frontdoor.Config{
 		Tokenizer: fakeTokenizer{},
 		Chat:      fakeChat{},
-		Info:      ModelInfo{Name: "fake", Architecture: "fake"},
+		Limits:    sched.Limits(),
 		Logger:    slog.New(slog.DiscardHandler),
+		Registry:  reg,
+	}
+	if o.door != nil {
+		o.door(&dcfg)
+	}
+	door, err := frontdoor.New(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Scheduler: sched,
+		Door:      door,
+		Tokenizer: fakeTokenizer{},
+		Info:      ModelInfo{Name: "fake", Architecture: "fake"},
+		Registry:  reg,
 		onFinal:   h.onFinal,
 		onCancel:  h.onCancel,
 	}

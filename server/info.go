@@ -50,7 +50,7 @@ func (s *Server) GetModelInfo(context.Context, *inferencev1.GetModelInfoRequest)
 		Backend:         in.Backend,
 		BosTokenId:      in.BOS,
 		EogTokenIds:     in.EOG,
-		HasChatTemplate: s.cfg.Chat != nil && s.cfg.ChatFallback == "",
+		HasChatTemplate: s.door.HasChat() && s.cfg.ChatFallback == "",
 		ParameterCount:  in.ParameterCount,
 		KvCache: &inferencev1.KVCacheInfo{
 			BlockSize:      int32(in.KV.BlockSize),

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/gguf"
@@ -54,15 +55,18 @@ func loadTokenizer(t *testing.T, rel string) *tokenizer.Tokenizer {
 
 // realTokHarness serves tok (and tmpl, if not nil) over the fake model,
 // recording every prompt the scheduler accepted.
-func realTokHarness(t *testing.T, tok *tokenizer.Tokenizer, tmpl ChatRenderer) (*harness, chan []int32) {
+func realTokHarness(t *testing.T, tok *tokenizer.Tokenizer, tmpl frontdoor.ChatRenderer) (*harness, chan []int32) {
 	prompts := make(chan []int32, 16)
 	h := newHarness(t, harnessOpts{
 		sched: func(c *scheduler.Config) { c.VocabSize = tok.VocabSize() },
+		door: func(c *frontdoor.Config) {
+			c.Tokenizer = tok
+			c.Chat = tmpl
+		},
 		server: func(c *Config) {
 			c.Tokenizer = tok
 			c.Info.VocabSize = tok.VocabSize()
 			c.Scheduler = &recordingScheduler{Scheduler: c.Scheduler, prompts: prompts}
-			c.Chat = tmpl
 		},
 	})
 	return h, prompts
@@ -187,7 +191,7 @@ func count(ids []int32, id int32) int {
 // with PROMPT_TOO_LONG (metadata max_prompt_bytes) without tokenizing (the
 // tokenizer panics if called, which would give INTERNAL).
 func TestPromptBytesBeforeTokenizing(t *testing.T) {
-	h := newHarness(t, harnessOpts{server: func(c *Config) {
+	h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) {
 		c.Tokenizer = panicTokenizer{}
 		c.MaxPromptBytes = 100
 	}})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -122,7 +123,7 @@ func TestLimitFieldNames(t *testing.T) {
 func TestChatTemplatePolicy(t *testing.T) {
 	ctx := context.Background()
 	t.Run("none", func(t *testing.T) {
-		h := newHarness(t, harnessOpts{server: func(c *Config) { c.Chat = nil }})
+		h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) { c.Chat = nil }})
 		info, err := h.client.GetModelInfo(ctx, &inferencev1.GetModelInfoRequest{})
 		if err != nil || info.GetHasChatTemplate() {
 			t.Errorf("GetModelInfo: has_chat_template %v, %v; want false", info.GetHasChatTemplate(), err)
@@ -146,7 +147,10 @@ func TestChatTemplatePolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := newHarness(t, harnessOpts{server: func(c *Config) { c.Chat, c.ChatFallback = tmpl, "chatml" }})
+		h := newHarness(t, harnessOpts{
+			door:   func(c *frontdoor.Config) { c.Chat = tmpl },
+			server: func(c *Config) { c.ChatFallback = "chatml" },
+		})
 		info, err := h.client.GetModelInfo(ctx, &inferencev1.GetModelInfoRequest{})
 		if err != nil || info.GetHasChatTemplate() {
 			t.Errorf("GetModelInfo: has_chat_template %v, %v; want false", info.GetHasChatTemplate(), err)

@@ -9,54 +9,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/weft-inference/weft/scheduler"
 )
 
-// metrics are the Prometheus series, named weft_* with vLLM's meanings.
-// Gauges and totals read the scheduler's latest Stats snapshot at scrape
-// time; histograms are fed from each request's Final.
+// metrics are the server's Prometheus series, named weft_* with vLLM's
+// meanings. Gauges and totals read the scheduler's latest Stats snapshot
+// at scrape time. The per-request histograms (TTFT, TPOT, e2e, queue
+// time, success) are the Door's, labelled by front door.
 type metrics struct {
-	ttft      prometheus.Histogram
-	tpot      prometheus.Histogram
-	e2e       prometheus.Histogram
-	queue     prometheus.Histogram
 	iteration prometheus.Histogram
-	success   *prometheus.CounterVec
 	rejected  *prometheus.CounterVec // requests refused before admission, by ErrorInfo reason
 }
 
-var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
-
 func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats, kv KVCache) (*metrics, error) {
 	m := &metrics{
-		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "weft_time_to_first_token_seconds", Help: "Time from arrival to the first generated token.",
-			Buckets: latencyBuckets,
-		}),
-		tpot: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "weft_time_per_output_token_seconds", Help: "Mean time between generated tokens of a request, after the first.",
-			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5},
-		}),
-		e2e: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "weft_e2e_request_latency_seconds", Help: "Time from arrival to the end of generation.",
-			Buckets: latencyBuckets,
-		}),
-		queue: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "weft_request_queue_time_seconds", Help: "Time a request waited before its first admission.",
-			Buckets: latencyBuckets,
-		}),
 		iteration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "weft_iteration_tokens_total", Help: "Tokens per scheduler step (sampled from Stats by SampleStats).",
 			Buckets: []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
 		}),
-		success: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weft_request_success_total", Help: "Finished requests by finish reason.",
-		}, []string{"finished_reason"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "weft_requests_rejected_total", Help: "Requests (and chat turns) refused before admission, by ErrorInfo reason.",
 		}, []string{"reason"}),
@@ -68,7 +40,7 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats, kv KVCa
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(stats()) })
 	}
 	cs := []prometheus.Collector{
-		m.ttft, m.tpot, m.e2e, m.queue, m.iteration, m.success, m.rejected,
+		m.iteration, m.rejected,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("weft_num_requests_running", "Requests in the running batch.", func(s scheduler.Stats) float64 { return float64(s.Running) }),
@@ -106,51 +78,6 @@ func kvUsage(s scheduler.Stats) float64 {
 		return 0
 	}
 	return float64(s.KVBlocksUsed) / float64(s.KVBlocksTotal)
-}
-
-var finishLabels = map[scheduler.FinishReason]string{
-	scheduler.FinishEOS: "eos", scheduler.FinishLength: "length", scheduler.FinishStopSequence: "stop",
-	scheduler.FinishCancelled: "cancelled", scheduler.FinishError: "error", scheduler.FinishTimeout: "timeout",
-}
-
-var tracer = otel.Tracer("github.com/weft-inference/weft/server")
-
-// observe records one finished request: histograms, and spans for its
-// queue wait, prefill and decode phases under the RPC's span.
-func (s *Server) observe(ctx context.Context, r scheduler.Request, start time.Time, f *scheduler.Final) {
-	end := time.Now()
-	e2e := end.Sub(start)
-	m := s.metrics
-	m.e2e.Observe(e2e.Seconds())
-	m.queue.Observe(f.QueueWait.Seconds())
-	m.success.WithLabelValues(finishLabels[f.Reason]).Inc()
-	if f.CompletionTokens > 0 && f.TTFT > 0 {
-		m.ttft.Observe(f.TTFT.Seconds())
-		if f.CompletionTokens > 1 {
-			m.tpot.Observe((e2e - f.TTFT).Seconds() / float64(f.CompletionTokens-1))
-		}
-	}
-	if trace.SpanFromContext(ctx).IsRecording() {
-		ctx = context.WithoutCancel(ctx)
-		phase := func(name string, from, to time.Time, attrs ...attribute.KeyValue) {
-			if to.Before(from) {
-				return
-			}
-			_, sp := tracer.Start(ctx, name, trace.WithTimestamp(from), trace.WithAttributes(attrs...))
-			sp.End(trace.WithTimestamp(to))
-		}
-		admitted := start.Add(f.QueueWait)
-		phase("weft.queue", start, admitted)
-		if f.TTFT > 0 {
-			first := start.Add(f.TTFT)
-			phase("weft.prefill", admitted, first,
-				attribute.Int("weft.prompt_tokens", f.PromptTokens), attribute.Int("weft.cached_tokens", f.CachedTokens))
-			phase("weft.decode", first, end, attribute.Int("weft.completion_tokens", f.CompletionTokens))
-		}
-	}
-	if s.cfg.onFinal != nil {
-		s.cfg.onFinal(r.ID, f)
-	}
 }
 
 // MetricsHandler serves the Prometheus metrics (mount it at /metrics).

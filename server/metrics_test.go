@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
+	"github.com/weft-inference/weft/internal/frontdoor"
 )
 
 // gaugeValue reads a gauge from the server's registry.
@@ -41,7 +42,7 @@ func gaugeValue(t *testing.T, s *Server, name string) float64 {
 // reason (Generate, Tokenize, a refused chat turn, a missing token); the Go
 // and process collectors are registered.
 func TestRejectedCounter(t *testing.T) {
-	h := newHarness(t, harnessOpts{server: func(c *Config) { c.MaxPromptBytes = 10 }})
+	h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) { c.MaxPromptBytes = 10 }})
 	ctx := context.Background()
 	bad := textPrompt("x", 1)
 	bad.Sampling = &inferencev1.SamplingParams{TopP: 7}
@@ -120,7 +121,7 @@ func (r *levelRecorder) Handle(_ context.Context, rec slog.Record) error {
 // TestProbesLogAtDebug: health calls log at debug, service calls at info.
 func TestProbesLogAtDebug(t *testing.T) {
 	rec := &levelRecorder{levels: map[string][]slog.Level{}}
-	h := newHarness(t, harnessOpts{server: func(c *Config) { c.Logger = slog.New(rec) }})
+	h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) { c.Logger = slog.New(rec) }})
 	ctx := context.Background()
 	if _, err := healthpb.NewHealthClient(h.conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestProbesLogAtDebug(t *testing.T) {
 // says which.
 func TestRequestIDOnLogLines(t *testing.T) {
 	rec := &levelRecorder{levels: map[string][]slog.Level{}, ids: map[string][]string{}}
-	h := newHarness(t, harnessOpts{server: func(c *Config) { c.Logger = slog.New(rec) }})
+	h := newHarness(t, harnessOpts{door: func(c *frontdoor.Config) { c.Logger = slog.New(rec) }})
 	ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDHeader, "client-id-1")
 	var hdr metadata.MD
 	if _, err := h.client.GetModelInfo(ctx, &inferencev1.GetModelInfoRequest{}, grpc.Header(&hdr)); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/scheduler"
+	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
 func TestSaturation(t *testing.T) {
@@ -99,10 +100,19 @@ type loadView struct {
 // idle again after every request ended.
 func TestLoadReportsTrackScheduler(t *testing.T) {
 	const maxSeqs = 4
+	atGate := make(chan struct{}, 1) // a step reached the gate (coalesced)
 	h := newHarness(t, harnessOpts{
 		gated:  true,
 		sched:  func(c *scheduler.Config) { c.MaxSeqs = maxSeqs; c.NumBlocks = 512 },
 		server: func(c *Config) { c.Info.KV = KVCache{BlockSize: 16, NumBlocks: 512} },
+		model: func(m *schedtest.Model) {
+			m.AtGate = func() {
+				select {
+				case atGate <- struct{}{}:
+				default:
+				}
+			}
+		},
 	})
 	web := httptest.NewServer(h.srv.MetricsHandler())
 	defer web.Close()
@@ -151,15 +161,16 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 	}
 	// settle runs steps one at a time until the published Stats show
 	// running and waiting. Each step is let through alone and waited for
-	// until its Stats are published; the model then blocks at the gate of
-	// the next step, so nothing moves while the caller reads the reports.
+	// until its Stats are published (the next step reaching the gate says
+	// so); the model then blocks at that gate, so nothing moves while the
+	// caller reads the reports.
 	settle := func(running, waiting int) scheduler.Stats {
 		t.Helper()
 		for range 10000 {
 			before := h.sched.Stats().Steps
 			h.model.Gate <- struct{}{}
 			for h.sched.Stats().Steps == before {
-				time.Sleep(50 * time.Microsecond)
+				<-atGate
 			}
 			if st := h.sched.Stats(); st.Running == running && st.Waiting == waiting {
 				return st

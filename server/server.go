@@ -38,9 +38,9 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	metrics *metrics
-	door    *frontdoor.Door // byte bounds, tokenizing, chat prompts, request defaults
+	door    *frontdoor.Door // the request pipeline, shared with every door
+	log     *slog.Logger    // the Door's: lines carry the request id
 	load    *loadReporter   // ORCA reports; also each Chat turn's LoadReport
-	formats formatCache     // compiled response formats (format.go)
 	// draining is set by BeginDrain: every RPC but health is refused
 	// with UNAVAILABLE / DRAINING.
 	draining atomic.Bool
@@ -54,20 +54,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Logger = slog.New(requestIDHandler{cfg.Logger.Handler()})
 	lim := cfg.Scheduler.Limits()
-	door, err := frontdoor.New(frontdoor.Config{
-		Tokenizer:           cfg.Tokenizer,
-		Chat:                cfg.Chat,
-		Limits:              lim,
-		MaxPromptBytes:      cfg.MaxPromptBytes,
-		TokenizeConcurrency: cfg.TokenizeConcurrency,
-		QueueTimeout:        cfg.QueueTimeout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	s := &Server{cfg: cfg, health: health.NewServer(), door: door}
+	s := &Server{cfg: cfg, health: health.NewServer(), door: cfg.Door, log: cfg.Door.Logger()}
 	m, err := newMetrics(cfg.Registry, cfg.Scheduler.Stats, cfg.Info.KV)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
@@ -75,9 +63,9 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = m
 
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	lg := interceptorLogger(cfg.Logger)
+	lg := interceptorLogger(s.log)
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
-		cfg.Logger.ErrorContext(ctx, "panic in handler", "panic", p)
+		s.log.ErrorContext(ctx, "panic in handler", "panic", p)
 		return Status(errPanic)
 	})
 	unary := []grpc.UnaryServerInterceptor{requestIDUnary, logging.UnaryServerInterceptor(lg, logOpts...)}
@@ -228,7 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		s.cfg.Logger.Warn("drain deadline passed; cancelling the remaining streams")
+		s.log.Warn("drain deadline passed; cancelling the remaining streams")
 		s.grpc.Stop()
 		<-done
 	}

@@ -5,14 +5,14 @@ import (
 	"os"
 	"strings"
 
+	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/chat"
-	"github.com/weft-inference/weft/server"
 )
 
 // chatChoice is what Chat renders with.
 type chatChoice struct {
-	Template server.ChatRenderer // nil: Chat is refused with NO_CHAT_TEMPLATE
+	Template frontdoor.ChatRenderer // nil: Chat is refused with NO_CHAT_TEMPLATE
 	// Fallback names the operator's template ("chatml", "plain", a file)
 	// when Template is not the model's own; GetModelInfo's
 	// has_chat_template is false then.

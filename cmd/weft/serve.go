@@ -356,10 +356,23 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if cc.Why != "" {
 		log.Warn("chat template", "choice", cc.Why)
 	}
+	// One Door for the process: every front door shares its tokenize
+	// bound, caches, request ids, stream following and metrics.
+	door, err := frontdoor.New(frontdoor.Config{
+		Tokenizer:      m.Tok,
+		Chat:           cc.Template,
+		Limits:         sched.Limits(),
+		MaxPromptBytes: int(c.MaxPromptBytes),
+		Registry:       reg,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		Scheduler:    sched,
+		Door:         door,
 		Tokenizer:    m.Tok,
-		Chat:         cc.Template,
 		ChatFallback: cc.Fallback,
 		Info: server.ModelInfo{
 			Name:         m.Name,
@@ -373,10 +386,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		},
 		AuthToken: c.AuthToken,
 		TLS:       d.TLS,
-		Logger:    log,
 		Registry:  reg,
-
-		MaxPromptBytes: int(c.MaxPromptBytes),
 	})
 	if err != nil {
 		return err
@@ -384,14 +394,12 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	var api *openai.Handler
 	if d.HTTP != nil {
 		api, err = openai.New(openai.Config{
-			Scheduler:      sched,
-			Tokenizer:      m.Tok,
-			Chat:           cc.Template,
-			ModelNames:     servedNames(c.ServedNames, m.Name),
-			AuthToken:      c.AuthToken,
-			MaxPromptBytes: int(c.MaxPromptBytes),
-			Registry:       reg,
-			Logger:         log,
+			Scheduler:  sched,
+			Door:       door,
+			Tokenizer:  m.Tok,
+			ModelNames: servedNames(c.ServedNames, m.Name),
+			AuthToken:  c.AuthToken,
+			Registry:   reg,
 		})
 		if err != nil {
 			return err

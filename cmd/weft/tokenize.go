@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -70,6 +71,7 @@ func tokenizeCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	text := fs.String("text", "", "text to tokenize; - reads standard input")
 	noBOS := fs.Bool("no-bos", false, "add no BOS/EOS and do not parse special tokens")
 	format := fs.String("format", "text", "output: text (ids separated by spaces) or json ({\"ids\": [...]})")
+	sep := fs.String("separator", "", "tokenize several texts, separated by lines equal to `LINE`, and print one line of ids (or one JSON object) per text; llama.cpp's vocabulary tests (.inp files) use __ggml_vocab_test__")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,23 +89,54 @@ func tokenizeCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ids := tok.Encode(in, !*noBOS, !*noBOS)
-	if ids == nil {
-		ids = []int32{}
+	texts := []string{in}
+	if *sep != "" {
+		texts = splitTexts(in, *sep)
 	}
-	if *format == "json" {
-		return json.NewEncoder(stdout).Encode(struct {
-			IDs []int32 `json:"ids"`
-		}{ids})
-	}
-	for i, id := range ids {
-		if i > 0 {
-			fmt.Fprint(stdout, " ")
+	w := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(w)
+	for _, text := range texts {
+		ids := tok.Encode(text, !*noBOS, !*noBOS)
+		if ids == nil {
+			ids = []int32{}
 		}
-		fmt.Fprint(stdout, id)
+		if *format == "json" {
+			if err := enc.Encode(struct {
+				IDs []int32 `json:"ids"`
+			}{ids}); err != nil {
+				return err
+			}
+			continue
+		}
+		for i, id := range ids {
+			if i > 0 {
+				w.WriteByte(' ')
+			}
+			w.WriteString(strconv.Itoa(int(id)))
+		}
+		w.WriteByte('\n')
 	}
-	fmt.Fprintln(stdout)
-	return nil
+	return w.Flush()
+}
+
+// splitTexts cuts s at every line equal to sep, as llama.cpp's
+// tests/test-tokenizer-0 reads its .inp files: the texts are what lies
+// between occurrences of "\n"+sep+"\n" (a text never ends with the newline
+// before a separator line), and what follows the last one is one more text
+// unless it is empty.
+func splitTexts(s, sep string) []string {
+	full := "\n" + sep + "\n"
+	var texts []string
+	for s != "" {
+		k := strings.Index(s, full)
+		if k < 0 {
+			texts = append(texts, s)
+			break
+		}
+		texts = append(texts, s[:k])
+		s = s[k+len(full):]
+	}
+	return texts
 }
 
 func detokenizeCmd(args []string, stdin io.Reader, stdout io.Writer) error {

@@ -14,89 +14,72 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 )
 
-// vocabVector is one llama.cpp tokenizer test: a text and its ids (no BOS,
-// special tokens not parsed).
-type vocabVector struct {
-	text string
-	ids  []int32
-}
-
-// readVocabVectors reads FILE.inp (texts separated by the line
-// "__ggml_vocab_test__") and FILE.out (one line of ids per text).
-func readVocabVectors(t *testing.T, gguf string) []vocabVector {
-	t.Helper()
-	inp, err := os.ReadFile(gguf + ".inp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outb, err := os.ReadFile(gguf + ".out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sep = "\n__ggml_vocab_test__\n"
-	texts := strings.Split(string(inp), sep)
-	if last := texts[len(texts)-1]; last != "" {
-		t.Fatalf("%s.inp: %q after the last separator", gguf, last)
-	}
-	texts = texts[:len(texts)-1]
-	lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
-	if len(lines) != len(texts) {
-		t.Fatalf("%s: %d texts but %d id lines", gguf, len(texts), len(lines))
-	}
-	vs := make([]vocabVector, len(texts))
-	for i, text := range texts {
-		vs[i] = vocabVector{text: text, ids: []int32{}}
-		for _, f := range strings.Fields(lines[i]) {
-			n, err := strconv.ParseInt(f, 10, 32)
-			if err != nil {
-				t.Fatalf("%s.out line %d: %v", gguf, i+1, err)
-			}
-			vs[i].ids = append(vs[i].ids, int32(n))
-		}
-	}
-	return vs
-}
-
 // TestTokenizeVocabFiles runs tokenize and detokenize on every
-// vocabulary-only GGUF in ../shared/vocab (SentencePiece and byte-level BPE,
-// several pre-tokenizers, architectures weft cannot run): the tokenizer
-// alone loads, every vector's ids match llama.cpp's, and detokenize gives
-// the text back. The commands themselves run on a few vectors per file; the
-// loader they share runs on all.
+// vocabulary-only GGUF in ../shared/vocab (SentencePiece, byte-level BPE with
+// many pre-tokenizers, Gemma 4's BPE; architectures weft cannot run): the
+// tokenizer alone loads; `weft tokenize --separator` given the whole .inp
+// file prints, line for line, the ids of the .out file (every vector of
+// llama.cpp's test-tokenizer-0 through the command); a few vectors also go
+// one by one through tokenize and back through detokenize; and the loader
+// the commands share decodes every vector's ids back to its text.
 func TestTokenizeVocabFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(shareddata.Path(t, "vocab/README.md")), "*.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 9 {
-		t.Fatalf("found %d vocabulary files in shared/vocab, want the 9 of its README", len(files))
+	if len(files) != len(shareddata.VocabNames) {
+		t.Errorf("shared/vocab has %d vocabulary files, want the %d of shareddata.VocabNames: %q", len(files), len(shareddata.VocabNames), files)
 	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "ggml-vocab-"), ".gguf"), func(t *testing.T) {
-			vs := readVocabVectors(t, file)
-			if len(vs) < 10 {
+	for _, name := range shareddata.VocabNames {
+		t.Run(name, func(t *testing.T) {
+			file := shareddata.VocabFile(t, name)
+			vs := shareddata.ReadVocabVectors(t, name)
+			if len(vs) < 40 {
 				t.Fatalf("only %d vectors", len(vs))
 			}
+			inp, err := os.ReadFile(file + ".inp")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// Every vector through the command, in one run.
+			var out bytes.Buffer
+			if err := tokenizeCmd([]string{"--model", file, "--no-bos", "--separator", "__ggml_vocab_test__", "--text", "-"},
+				bytes.NewReader(inp), &out); err != nil {
+				t.Fatalf("tokenize: %v", err)
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != len(vs) {
+				t.Fatalf("tokenize printed %d lines for %d vectors", len(lines), len(vs))
+			}
+			for i, v := range vs {
+				got := []int32{}
+				for _, f := range strings.Fields(lines[i]) {
+					n, err := strconv.ParseInt(f, 10, 32)
+					if err != nil {
+						t.Fatalf("tokenize line %d: %v", i+1, err)
+					}
+					got = append(got, int32(n))
+				}
+				if diff := cmp.Diff(v.IDs, got); diff != "" {
+					t.Errorf("tokenize vector %d %q (-want +got):\n%s", i, v.Text, diff)
+				}
+			}
+
 			tok, err := loadTokenizer(file)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, v := range vs {
-				got := tok.Encode(v.text, false, false)
-				if got == nil {
-					got = []int32{}
-				}
-				if diff := cmp.Diff(v.ids, got); diff != "" {
-					t.Errorf("vector %d %q (-want +got):\n%s", i, v.text, diff)
-				}
-				if back := tok.Decode(v.ids); back != v.text {
-					t.Errorf("vector %d: Decode = %q, want %q", i, back, v.text)
+				if back := tok.Decode(v.IDs); back != v.Text {
+					t.Errorf("vector %d: Decode = %q, want %q", i, back, v.Text)
 				}
 			}
-			// Through the commands: the longest vector and two short ones.
+
+			// One by one through both commands: the longest vector and two short ones.
 			longest := 0
 			for i, v := range vs {
-				if len(v.ids) > len(vs[longest].ids) {
+				if len(v.IDs) > len(vs[longest].IDs) {
 					longest = i
 				}
 			}
@@ -104,14 +87,14 @@ func TestTokenizeVocabFiles(t *testing.T) {
 				v := vs[i]
 				var out bytes.Buffer
 				if err := tokenizeCmd([]string{"--model", file, "--no-bos", "--format", "json", "--text", "-"},
-					strings.NewReader(v.text), &out); err != nil {
+					strings.NewReader(v.Text), &out); err != nil {
 					t.Fatalf("tokenize: %v", err)
 				}
 				var ids struct{ IDs []int32 }
 				if err := json.Unmarshal(out.Bytes(), &ids); err != nil {
 					t.Fatalf("tokenize output %q: %v", out.String(), err)
 				}
-				if diff := cmp.Diff(v.ids, ids.IDs); diff != "" {
+				if diff := cmp.Diff(v.IDs, ids.IDs); diff != "" {
 					t.Errorf("tokenize vector %d (-want +got):\n%s", i, diff)
 				}
 				var text bytes.Buffer
@@ -122,11 +105,38 @@ func TestTokenizeVocabFiles(t *testing.T) {
 				if err := json.Unmarshal(text.Bytes(), &got); err != nil {
 					t.Fatalf("detokenize output %q: %v", text.String(), err)
 				}
-				if got.Text != v.text {
-					t.Errorf("detokenize vector %d = %q, want %q", i, got.Text, v.text)
+				if got.Text != v.Text {
+					t.Errorf("detokenize vector %d = %q, want %q", i, got.Text, v.Text)
 				}
 			}
 		})
+	}
+}
+
+func TestTokenizeSeparator(t *testing.T) {
+	model := shareddata.Path(t, "models/stories260K.gguf")
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"Once\n--\nupon a\n--\n", nil, "403\n407 261\n"},
+		// What follows the last separator is one more text.
+		{"Once\n--\nupon a", nil, "403\n407 261\n"},
+		// Empty texts print empty lines; a text never ends with the newline before a separator.
+		{"\n--\nOnce\n\n--\n", nil, "\n403 13\n"},
+		{"Once\n--\nupon a", []string{"--format", "json"}, "{\"ids\":[403]}\n{\"ids\":[407,261]}\n"},
+		{"", nil, ""},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"--model", model, "--no-bos", "--separator", "--", "--text", "-"}, tc.args...)
+		if err := tokenizeCmd(args, strings.NewReader(tc.stdin), &out); err != nil {
+			t.Errorf("%q: %v", tc.stdin, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, out.String()); diff != "" {
+			t.Errorf("%q %q (-want +got):\n%s", tc.stdin, tc.args, diff)
+		}
 	}
 }
 

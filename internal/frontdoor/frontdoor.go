@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	goruntime "runtime"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
@@ -68,9 +71,24 @@ type Config struct {
 	// TokenizeConcurrency bounds how many requests tokenize at once (the
 	// rest wait, cancellably). Default GOMAXPROCS.
 	TokenizeConcurrency int
-	// QueueTimeout, when > 0, is every request's Request.QueueTimeout.
+	// QueueTimeout, when > 0, is every request's Request.QueueTimeout: a
+	// request not admitted in time ends with ErrQueueTimeout (Follow).
 	QueueTimeout time.Duration
+	// SendStallTimeout cuts off a stream whose client has accepted nothing
+	// for this long: Follow's stall channel fires while one send is
+	// blocked this long, and the HTTP door gives each write this deadline.
+	// Default DefaultSendStallTimeout.
+	SendStallTimeout time.Duration
+	// Registry receives the per-request metrics (metrics.go); nil: a
+	// private registry (the metrics exist but nobody scrapes them).
+	Registry prometheus.Registerer
+	// Logger is every door's logger; Door.Logger adds each request's id
+	// (WithRequestID) to its lines. Default slog.Default().
+	Logger *slog.Logger
 }
+
+// DefaultSendStallTimeout is Config.SendStallTimeout's default.
+const DefaultSendStallTimeout = 30 * time.Second
 
 func (c *Config) validate() error {
 	bad := func(format string, args ...any) error {
@@ -97,23 +115,57 @@ func (c *Config) validate() error {
 	if c.QueueTimeout < 0 {
 		return bad("QueueTimeout %v must be >= 0", c.QueueTimeout)
 	}
+	if c.SendStallTimeout == 0 {
+		c.SendStallTimeout = DefaultSendStallTimeout
+	}
+	if c.SendStallTimeout < 0 {
+		return bad("SendStallTimeout %v must be > 0", c.SendStallTimeout)
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return nil
 }
 
-// Door turns a client's prompt and options into a scheduler.Request. It is
-// safe for concurrent use.
+// Door is the pipeline every front door shares: it turns a client's
+// prompt and options into a scheduler.Request and follows the request's
+// stream to its Final. One Door serves a whole process (all its front
+// doors); it is safe for concurrent use.
 type Door struct {
-	cfg Config
-	sem chan struct{} // one slot per tokenization in progress
+	cfg     Config
+	sem     chan struct{} // one slot per tokenization in progress
+	log     *slog.Logger  // cfg.Logger with request ids
+	metrics *metrics
+	formats formatCache
 }
 
-// New returns a Door.
+// New returns a Door and registers its metrics in cfg.Registry.
 func New(cfg Config) (*Door, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Door{cfg: cfg, sem: make(chan struct{}, cfg.TokenizeConcurrency)}, nil
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("frontdoor: metrics: %w", err)
+	}
+	return &Door{
+		cfg:     cfg,
+		sem:     make(chan struct{}, cfg.TokenizeConcurrency),
+		log:     slog.New(requestIDHandler{cfg.Logger.Handler()}),
+		metrics: m,
+	}, nil
 }
+
+// Logger is the logger every door logs with: Config.Logger, each line
+// carrying the request_id of its context (WithRequestID).
+func (d *Door) Logger() *slog.Logger { return d.log }
+
+// SendStallTimeout is how long one send to a client may block before the
+// stream is cut off.
+func (d *Door) SendStallTimeout() time.Duration { return d.cfg.SendStallTimeout }
 
 // Limits returns the scheduler's limits the Door was built with.
 func (d *Door) Limits() scheduler.Limits { return d.cfg.Limits }
@@ -208,15 +260,17 @@ func (d *Door) EncodeSegments(ctx context.Context, segs []tokenizer.Segment, add
 }
 
 // Options are a request's generation options, as a door decoded them from
-// its wire shape.
+// its wire shape. No value is checked here: Submit checks them all
+// (Limits, sample.Params.Validate).
 type Options struct {
 	// Sampling holds the sampling parameters; its Seed is replaced by a
-	// random one unless SeedSet.
+	// random one unless SeedSet (Requests derives the seed of each
+	// choice).
 	Sampling sample.Params
 	SeedSet  bool
-	// MaxTokens: 0 takes Limits.MaxTokensFor(len(prompt)); any other value
-	// goes to the scheduler as it is (Submit bounds it).
-	MaxTokens         int
+	// MaxTokens: nil takes Limits.MaxTokensFor(len(prompt)); any other
+	// value goes to the scheduler as it is (Submit bounds it).
+	MaxTokens         *int
 	MinTokens         int
 	StopStrings       []string
 	StopTokenIDs      []int32
@@ -228,11 +282,18 @@ type Options struct {
 // Request makes the scheduler request for prompt (token ids) with o, the
 // defaults filled in. It checks nothing: Submit does.
 func (d *Door) Request(id string, prompt []int32, o Options) scheduler.Request {
+	return d.Requests(id, prompt, o, 1)[0]
+}
+
+// Requests makes the n requests of n choices (n >= 1) of one prompt, the
+// same but for their seeds: with SeedSet, choice i samples with
+// Sampling.Seed + i (so a seeded request is reproducible choice by
+// choice); without, each choice gets its own random seed.
+func (d *Door) Requests(id string, prompt []int32, o Options, n int) []scheduler.Request {
 	r := scheduler.Request{
 		ID:                id,
 		Prompt:            prompt,
 		Sampling:          o.Sampling,
-		MaxTokens:         o.MaxTokens,
 		MinTokens:         o.MinTokens,
 		StopStrings:       o.StopStrings,
 		IncludeStopString: o.IncludeStopString,
@@ -241,25 +302,19 @@ func (d *Door) Request(id string, prompt []int32, o Options) scheduler.Request {
 		Priority:          o.Priority,
 		QueueTimeout:      d.cfg.QueueTimeout,
 	}
-	if !o.SeedSet {
-		r.Sampling.Seed = rand.Uint64()
-	}
-	if r.MaxTokens == 0 {
+	if o.MaxTokens != nil {
+		r.MaxTokens = *o.MaxTokens
+	} else {
 		r.MaxTokens = d.cfg.Limits.MaxTokensFor(len(prompt))
 	}
-	return r
-}
-
-// AwaitFinal reads a cancelled stream to its Final (the scheduler sends it
-// at its next step); nil if the stream ends without one.
-func AwaitFinal(st *scheduler.Stream) *scheduler.Final {
-	for {
-		ev, err := st.Recv(context.Background())
-		if err != nil {
-			return nil
-		}
-		if ev.Final != nil {
-			return ev.Final
+	out := make([]scheduler.Request, max(n, 1))
+	for i := range out {
+		out[i] = r
+		if o.SeedSet {
+			out[i].Sampling.Seed = o.Sampling.Seed + uint64(i)
+		} else {
+			out[i].Sampling.Seed = rand.Uint64()
 		}
 	}
+	return out
 }

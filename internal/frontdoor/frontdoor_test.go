@@ -3,6 +3,8 @@ package frontdoor
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,7 +43,7 @@ func newDoor(t *testing.T, ctxLen, maxBytes int) *Door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{Tokenizer: byteTok{}, Chat: tmpl, MaxPromptBytes: maxBytes,
+	d, err := New(Config{Tokenizer: byteTok{}, Chat: tmpl, MaxPromptBytes: maxBytes, Logger: slog.New(slog.DiscardHandler),
 		Limits: scheduler.Limits{ContextLen: ctxLen, MaxPromptTokens: ctxLen - 1, MaxTokens: ctxLen, DefaultMaxTokens: 16}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,17 +56,54 @@ func TestRequestDefaults(t *testing.T) {
 	if d.MaxPromptBytes() != 100*PromptBytesPerToken {
 		t.Errorf("MaxPromptBytes %d, want %d", d.MaxPromptBytes(), 100*PromptBytesPerToken)
 	}
+	set := func(n int) *int { return &n }
 	for _, tc := range []struct {
-		prompt, maxTokens, want int
-	}{{10, 0, 16}, {90, 0, 10}, {10, 5, 5}, {10, 1000, 1000}, {10, -1, -1}} {
+		prompt    int
+		maxTokens *int
+		want      int
+	}{{10, nil, 16}, {90, nil, 10}, {10, set(5), 5}, {10, set(1000), 1000}, {10, set(0), 0}, {10, set(-1), -1}} {
 		r := d.Request("id", make([]int32, tc.prompt), Options{MaxTokens: tc.maxTokens})
 		if r.MaxTokens != tc.want {
-			t.Errorf("prompt %d, max_tokens %d: got %d, want %d", tc.prompt, tc.maxTokens, r.MaxTokens, tc.want)
+			t.Errorf("prompt %d, max_tokens %v: got %d, want %d", tc.prompt, tc.maxTokens, r.MaxTokens, tc.want)
 		}
 	}
 	r := d.Request("id", []int32{5}, Options{SeedSet: true})
 	if r.Sampling.Seed != 0 {
 		t.Errorf("a set seed 0 became %d", r.Sampling.Seed)
+	}
+}
+
+// TestChoiceSeeds: a seeded request's choice i samples with seed + i;
+// an unseeded one's choices each get their own seed.
+func TestChoiceSeeds(t *testing.T) {
+	d := newDoor(t, 100, 0)
+	o := Options{SeedSet: true}
+	o.Sampling.Seed = 40
+	var got []uint64
+	for _, r := range d.Requests("id", []int32{5}, o, 3) {
+		got = append(got, r.Sampling.Seed)
+	}
+	if diff := cmp.Diff([]uint64{40, 41, 42}, got); diff != "" {
+		t.Errorf("seeded choices (-want +got):\n%s", diff)
+	}
+	rs := d.Requests("id", []int32{5}, Options{}, 3)
+	if rs[0].Sampling.Seed == rs[1].Sampling.Seed && rs[1].Sampling.Seed == rs[2].Sampling.Seed {
+		t.Errorf("unseeded choices share seed %d", rs[0].Sampling.Seed)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	for _, tc := range []struct {
+		client string
+		keep   bool
+	}{{"abc-123", true}, {"", false}, {"has space", false}, {strings.Repeat("x", 128), true}, {strings.Repeat("x", 129), false}, {"caf\u00e9", false}} {
+		ctx, id := WithRequestID(context.Background(), tc.client)
+		if RequestID(ctx) != id {
+			t.Errorf("%q: RequestID %q, returned %q", tc.client, RequestID(ctx), id)
+		}
+		if (id == tc.client) != tc.keep || (!tc.keep && len(id) != 16) {
+			t.Errorf("client id %q became %q (keep %v)", tc.client, id, tc.keep)
+		}
 	}
 }
 

@@ -9,10 +9,22 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation. Templates see it as a dict with
+// Hugging Face's keys: role and content always, the others when set.
 type Message struct {
-	Role    string // "system", "user", "assistant" (templates may accept others, e.g. "tool")
+	Role    string // "system", "user", "assistant", "tool" (templates may accept others)
 	Content string
+	// ReasoningContent is an assistant's reasoning ("reasoning_content"),
+	// which thinking models' templates replay or drop.
+	ReasoningContent string
+	// ToolCalls are the function calls of an assistant message
+	// ("tool_calls").
+	ToolCalls []ToolCall
+	// ToolCallID is, in a "tool" message, the id of the call it answers
+	// ("tool_call_id").
+	ToolCallID string
+	// Name is the function name of a "tool" message ("name").
+	Name string
 }
 
 // Errors returned by this package wrap one of these sentinels (with %w).
@@ -150,7 +162,10 @@ func Compile(cfg Config) (t *Template, err error) {
 	if err := checkCycles(cfg.Source); err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrInvalidTemplate, cfg.Name, err)
 	}
-	tmpl, err := jinja.Compile(instrument(cfg.Source))
+	if err := checkSupported(cfg.Source); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrInvalidTemplate, cfg.Name, err)
+	}
+	tmpl, err := jinja.Compile(instrument(rewriteFilters(cfg.Source)))
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrInvalidTemplate, cfg.Name, err)
 	}
@@ -175,17 +190,26 @@ func (t *Template) Name() string { return t.cfg.Name }
 
 // Render formats msgs into the prompt text the model expects. With
 // addGenerationPrompt the template appends the header that starts the
-// assistant's reply (add_generation_prompt in Hugging Face).
+// assistant's reply (add_generation_prompt in Hugging Face). It is
+// RenderVars with no Vars.
+func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return t.RenderVars(msgs, addGenerationPrompt, Vars{})
+}
+
+// RenderVars is Render with the template variables of v as well.
 //
 // The template sees, as Hugging Face's apply_chat_template provides them:
-// messages (a list of {role, content}), add_generation_prompt, bos_token,
-// eos_token, raise_exception and the engine's globals (namespace, range,
-// strftime_now, ...). tools and documents are undefined. Message contents
-// are data: template syntax inside them is never evaluated.
+// messages (a list of dicts, see Message), add_generation_prompt,
+// bos_token, eos_token, raise_exception, strftime_now (on v.Now), the set
+// fields of v (tools, enable_thinking, reasoning_effort, builtin_tools,
+// date_string, v.Extra) and the engine's globals (namespace, range, ...);
+// documents and unset variables are undefined. Message contents are data:
+// template syntax inside them is never evaluated.
 //
-// Render never panics. Its errors wrap ErrRejected (raise_exception),
-// ErrLimit or ErrRender.
-func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (out string, err error) {
+// RenderVars never panics. Its errors wrap ErrBadInput (v or a tool call
+// cannot be given to the template), ErrRejected (raise_exception), ErrLimit
+// or ErrRender.
+func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, v Vars) (out string, err error) {
 	lim := t.cfg.Limits
 	deadline := time.Now().Add(lim.Timeout)
 	steps := 0
@@ -193,9 +217,17 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (out string,
 
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
-		list[i] = jinja.FromGoValue(map[string]any{"role": m.Role, "content": m.Content})
+		if list[i], err = messageValue(m); err != nil {
+			return "", err
+		}
+	}
+	now := time.Now
+	if !v.Now.IsZero() {
+		now = func() time.Time { return v.Now }
 	}
 	data := map[string]jinja.Value{
+		tojsonFilter:            jinja.NewCallable("tojson", pyTojson),
+		"strftime_now":          jinja.NewCallable("strftime_now", strftimeNow(now)),
 		"messages":              jinja.NewList(list),
 		"add_generation_prompt": jinja.NewBool(addGenerationPrompt),
 		"bos_token":             jinja.NewString(t.cfg.BOSToken),
@@ -226,6 +258,10 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (out string,
 			}
 			return jinja.NewBool(false), nil
 		}),
+	}
+
+	if err := v.addVars(data); err != nil {
+		return "", err
 	}
 
 	defer func() {

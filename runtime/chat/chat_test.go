@@ -21,10 +21,10 @@ func load(t testing.TB, name string) string {
 }
 
 var (
-	userOnly  = []Message{{"user", "Hi"}}
-	withSys   = []Message{{"system", "You are a friendly chatbot."}, {"user", "Hi"}}
-	multiTurn = []Message{{"system", "Sys"}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "How are you?"}}
-	padded    = []Message{{"user", "  Hi there \n"}}
+	userOnly  = []Message{{Role: "user", Content: "Hi"}}
+	withSys   = []Message{{Role: "system", Content: "You are a friendly chatbot."}, {Role: "user", Content: "Hi"}}
+	multiTurn = []Message{{Role: "system", Content: "Sys"}, {Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "How are you?"}}
+	padded    = []Message{{Role: "user", Content: "  Hi there \n"}}
 )
 
 func TestRealTemplates(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRealTemplates(t *testing.T) {
 			"<|system|>\nYou are a friendly chatbot.</s>\n<|user|>\nHi</s>\n<|assistant|>\n"},
 		{"zephyr-tinyllama.jinja", "<s>", "</s>", userOnly, false, "<|user|>\nHi</s>\n"},
 		// Mistral instruct: no generation prompt, no system role.
-		{"mistral-instruct.jinja", "<s>", "</s>", []Message{{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}}, true,
+		{"mistral-instruct.jinja", "<s>", "</s>", []Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "Again"}}, true,
 			"<s>[INST] Hi [/INST]Hello!</s>[INST] Again [/INST]"},
 		// Qwen2.5: default system prompt when none is given.
 		{"qwen2.5-instruct.jinja", "", "<|im_end|>", userOnly, true,
@@ -66,7 +66,7 @@ func TestRealTemplates(t *testing.T) {
 		{"qwen2.5-instruct.jinja", "", "<|im_end|>", multiTurn, false,
 			"<|im_start|>system\nSys<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n" +
 				"<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n"},
-		{"qwen2.5-instruct.jinja", "", "<|im_end|>", []Message{{"user", "Weather?"}, {"tool", "22C"}, {"tool", "sunny"}}, true,
+		{"qwen2.5-instruct.jinja", "", "<|im_end|>", []Message{{Role: "user", Content: "Weather?"}, {Role: "tool", Content: "22C"}, {Role: "tool", Content: "sunny"}}, true,
 			"<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n" +
 				"<|im_start|>user\nWeather?<|im_end|>\n" +
 				"<|im_start|>user\n<tool_response>\n22C\n</tool_response>\n<tool_response>\nsunny\n</tool_response><|im_end|>\n" +
@@ -101,9 +101,9 @@ func TestRaiseExceptionIsRejected(t *testing.T) {
 		msgs []Message
 		want string
 	}{
-		{"llama2-chat.jinja", []Message{{"user", "a"}, {"user", "b"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
-		{"mistral-instruct.jinja", []Message{{"assistant", "a"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
-		{"mistral-instruct.jinja", []Message{{"system", "s"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
+		{"llama2-chat.jinja", []Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
+		{"mistral-instruct.jinja", []Message{{Role: "assistant", Content: "a"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
+		{"mistral-instruct.jinja", []Message{{Role: "system", Content: "s"}}, "Conversation roles must alternate user/assistant/user/assistant/..."},
 	} {
 		tmpl, err := New(load(t, tc.file), "<s>", "</s>")
 		if err != nil {
@@ -179,7 +179,9 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 		{"negative huge range", "{{ range(9223372036854775807, -9223372036854775807, -1) | length }}", ErrLimit},
 		{"big output", "{% for i in range(90) %}{{ 'x' * 1000 }}{% endfor %}", ErrLimit},
 		{"engine panic", "{{ 'a' * -1 }}", ErrRender},
-		{"undefined call", "{{ nothing() }}", ErrRender},
+		// Calling a name the template never defines is refused by Compile
+		// (TestUnsupportedRefusedAtLoad); a bound non-function fails here.
+		{"call of a non-function", "{% set nothing = 1 %}{{ nothing() }}", ErrRender},
 	} {
 		tmpl, err := Compile(Config{Source: tc.src, Limits: lim, Name: tc.name})
 		if err != nil {
@@ -222,7 +224,7 @@ func TestInvalidTemplates(t *testing.T) {
 
 func TestContentIsData(t *testing.T) {
 	tmpl := Default()
-	msgs := []Message{{"user", "{{ raise_exception('x') }}{% for %}"}}
+	msgs := []Message{{Role: "user", Content: "{{ raise_exception('x') }}{% for %}"}}
 	got, err := tmpl.Render(msgs, false)
 	if err != nil {
 		t.Fatal(err)

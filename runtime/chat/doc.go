@@ -15,16 +15,39 @@
 // The Jinja engine is github.com/ardanlabs/jinja, a pure-Go engine made for
 // LLM chat templates. It applies Hugging Face's trim_blocks/lstrip_blocks
 // defaults and has what real templates use: loops with loop.first/last/
-// index0, slicing (messages[1:]), namespace(), macros, tojson, |trim,
-// string methods (.strip(), .startswith(), ...). The package exposes to the
-// template messages ({role, content} dicts), add_generation_prompt,
-// bos_token, eos_token and raise_exception; tools and documents are
-// undefined.
+// index0 and break/continue, slicing (messages[1:]), namespace(), macros,
+// selectattr, dict .items(), string methods (.strip(), .startswith(),
+// .split(), .replace(), ...). The package exposes to the template messages
+// (dicts with role, content and, when set, reasoning_content, tool_calls,
+// tool_call_id, name), add_generation_prompt, bos_token, eos_token,
+// raise_exception, and through RenderVars the variables of Vars: tools,
+// enable_thinking, reasoning_effort, builtin_tools, date_string and
+// further JSON values; documents are undefined.
+//
+// The engine has no registry of filters, so the package extends it the way
+// it adds globals (raise_exception, a bounded range, strftime_now on a
+// clock the caller may fix): by variables given to every render, and by
+// rewriting the source at Compile (as the step checks below are inserted).
+// The engine looks a filter it does not have up among the variables, so
+// Compile renames "| tojson" to a variable holding Hugging Face's tojson
+// (Python's json.dumps: keys in their order with indent too, ensure_ascii,
+// sort_keys, separators, Python's float format); the engine's own sorts
+// keys under indent, which changes Llama 3.x's tool prompts.
+//
+// Compile refuses, with ErrInvalidTemplate naming the construct and its
+// line, a template that uses a filter, test, method or function the engine
+// lacks (it would otherwise fail only when a render reaches it, or render a
+// missing method's result as nothing), a statement it does not parse, or a
+// list mutation that could build a cycle (see below). All 70 templates in
+// shared/templates compile and render (TestSharedTemplates keeps the table
+// of outcomes).
 //
 // # Errors
 //
-// Errors wrap ErrInvalidTemplate (Compile: the model's template is broken
-// or too large), ErrRejected (the template called raise_exception: it
+// Errors wrap ErrInvalidTemplate (Compile: the model's template is broken,
+// too large, or uses what the engine lacks), ErrBadInput (RenderVars: a
+// tool definition or extra variable that is not valid JSON of the right
+// shape), ErrRejected (the template called raise_exception: it
 // refuses the conversation, e.g. roles that do not alternate; a client
 // error), ErrLimit (a render ran past Limits) or ErrRender (any other
 // render failure).
@@ -51,7 +74,9 @@
 //   - Compile rejects templates that could build a cyclic value, which
 //     the engine would print or compare by recursing until the Go stack
 //     overflows (fatal, not a panic): list/dict mutation methods
-//     (.append, .update, ...; Hugging Face's sandbox forbids them too) and
+//     (.append, .update, ...; Hugging Face's sandbox forbids them too)
+//     except .pop and the .append/.insert of a value that can only be a
+//     scalar (Kimi K2's queue of tool call ids), and
 //     namespace attribute assignments whose value may hold a namespace
 //     (see checkCycles for the propagation rules).
 //

@@ -44,7 +44,7 @@ func FuzzRender(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, role1, content1, role2, content2 string, gen bool) {
 		tmpl := tmpls[int(which)%len(tmpls)]
-		msgs := []Message{{role1, content1}, {role2, content2}}
+		msgs := []Message{{Role: role1, Content: content1}, {Role: role2, Content: content2}}
 		out, err := tmpl.Render(msgs, gen)
 		checkErr(t, err)
 		if tmpl.Source() == load(t, "chatml.jinja") && err == nil {
@@ -76,7 +76,7 @@ func FuzzNew(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, err = tmpl.Render([]Message{{"system", "s"}, {"user", "u"}, {"assistant", "a"}}, true)
+		_, err = tmpl.Render([]Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}, {Role: "assistant", Content: "a"}}, true)
 		checkErr(t, err)
 	})
 }

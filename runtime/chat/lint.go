@@ -1,6 +1,9 @@
 package chat
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // checkCycles rejects templates that could build a cyclic value. Printing,
 // comparing or serializing a cyclic value (a namespace holding itself, a
@@ -13,9 +16,11 @@ import "fmt"
 //
 //   - the list and dict methods append, insert, extend, pop, update and
 //     setdefault. Hugging Face renders templates in Jinja's
-//     ImmutableSandboxedEnvironment, which forbids them, so templates made
-//     for Hugging Face never call them; calling a method with one of these
-//     names is rejected.
+//     ImmutableSandboxedEnvironment, which forbids them; llama.cpp allows
+//     them, and a few templates (Kimi K2's) keep a queue of tool call ids
+//     with append and pop. pop, and append/insert of a value that can only
+//     be a scalar (isScalarExpr), are allowed; any other call of a method
+//     with one of these names is rejected.
 //   - attribute assignment ({% set ns.x = EXPR %}). It is rejected when
 //     EXPR may hold a namespace: when it names, other than to read one of
 //     its attributes (v.attr), a variable that may hold one. Those are
@@ -28,7 +33,11 @@ import "fmt"
 // source rather than a proof: the guarantee it gives is against cycles
 // built in the ways above.
 func checkCycles(source string) error {
-	tags := lexTags(source)
+	lexed := lexTags(source)
+	tags := make([][]string, len(lexed))
+	for i, lt := range lexed {
+		tags[i] = lt.toks
+	}
 
 	// Scopes: 0 is the top level, each macro gets its own.
 	type macroDef struct {
@@ -69,6 +78,7 @@ func checkCycles(source string) error {
 		}
 	}
 
+	scalars := scalarNames(tags)
 	tainted := map[int]map[string]bool{}
 	isTainted := func(sc int, name string) bool {
 		if name == "namespace" || tainted[sc][name] {
@@ -93,7 +103,10 @@ func checkCycles(source string) error {
 		}
 		for j := 1; j < len(toks); j++ {
 			if toks[j] == "(" && toks[j-1] != "." && mutators[toks[j-1]] && j >= 2 && toks[j-2] == "." {
-				return fmt.Errorf("method .%s() modifies a list or dict in place, which Hugging Face's sandbox forbids and which could form a cycle", toks[j-1])
+				if safeMutation(toks[j-1], splitArgs(toks[j:]), scalars) {
+					continue
+				}
+				return fmt.Errorf("line %d: method .%s() is not supported: it modifies a list or dict in place, which Hugging Face's sandbox forbids and which could form a cycle", lexed[i].line, toks[j-1])
 			}
 		}
 	}
@@ -146,7 +159,7 @@ func checkCycles(source string) error {
 	for i, toks := range tags {
 		if t, ok := attrTarget(toks); ok {
 			if k := indexOf(toks, "="); k > 0 && holds(scopeOf[i], toks[k+1:]) {
-				return fmt.Errorf("{%% set %s.… %%} stores a value that may hold a namespace, which could form a cycle", t)
+				return fmt.Errorf("line %d: {%% set %s.… %%} is not supported: it stores a value that may hold a namespace, which could form a cycle", lexed[i].line, t)
 			}
 		}
 	}
@@ -157,11 +170,183 @@ var mutators = map[string]bool{
 	"append": true, "insert": true, "extend": true, "pop": true, "update": true, "setdefault": true,
 }
 
+// safeMutation reports whether a call of the list method name with args
+// cannot make a value contain itself: pop only removes, and append(x) or
+// insert(i, x) are safe when x is a scalar expression (isScalarExpr), as
+// in Kimi K2's queue of tool call ids.
+func safeMutation(name string, args [][]string, scalars map[string]bool) bool {
+	switch name {
+	case "pop":
+		return true
+	case "append":
+		return len(args) == 1 && isScalarExpr(args[0], scalars)
+	case "insert":
+		return len(args) == 2 && isScalarExpr(args[1], scalars)
+	}
+	return false
+}
+
+// scalarGlobals are the variables this package gives templates that hold
+// strings or booleans.
+var scalarGlobals = setOf("bos_token", "eos_token", "add_generation_prompt", "enable_thinking",
+	"reasoning_effort", "date_string", "true", "false", "none", "True", "False", "None")
+
+// stringFilters are filters whose result is a string or a number.
+var stringFilters = setOf("string", "tojson", "trim", "lower", "upper", "title", "capitalize",
+	"length", "count", "int", "float", "join", "replace", "indent", "wordcount", "e", "escape", "safe")
+
+// isScalarExpr reports whether the expression toks can only evaluate to a
+// string, number or boolean: a literal; a name in scalars or
+// scalarGlobals; a "~" concatenation, or a "+" with a string literal
+// operand (the engine then concatenates strings); a comparison or test; a
+// string-valued last filter; or one of these in parentheses. Conditional
+// expressions and and/or (which return an operand) are not.
+func isScalarExpr(toks []string, scalars map[string]bool) bool {
+	if len(toks) == 0 {
+		return false
+	}
+	if len(toks) == 1 {
+		t := toks[0]
+		return t == `"` || (t[0] >= '0' && t[0] <= '9') || scalars[t] || scalarGlobals[t]
+	}
+	var plus, tilde, compare, literalOperand bool
+	lastFilter := ""
+	depth := 0
+	for j, t := range toks {
+		switch t {
+		case "(", "[", "{":
+			depth++
+			continue
+		case ")", "]", "}":
+			depth--
+			continue
+		}
+		if depth != 0 {
+			continue
+		}
+		switch t {
+		case "if", "else", "and", "or":
+			return false
+		case "+":
+			plus = true
+		case "~":
+			tilde = true
+		case "=", "!", "<", ">", "in", "not", "is":
+			compare = true
+		case `"`:
+			if (j == 0 || toks[j-1] == "+") && (j+1 == len(toks) || toks[j+1] == "+") {
+				literalOperand = true
+			}
+		case "|":
+			if j+1 < len(toks) {
+				lastFilter = toks[j+1]
+			}
+		}
+	}
+	switch {
+	case tilde || compare || (plus && literalOperand):
+		return true
+	case lastFilter != "" && stringFilters[lastFilter] && toks[len(toks)-1] != "]":
+		// A filter ends the expression (optionally with its arguments):
+		// x | string, x | join(", ").
+		return true
+	case toks[0] == "(" && toks[len(toks)-1] == ")" && closes(toks):
+		return isScalarExpr(toks[1:len(toks)-1], scalars)
+	}
+	return false
+}
+
+// closes reports whether the "(" at toks[0] is closed by the last token.
+func closes(toks []string) bool {
+	depth := 0
+	for j, t := range toks {
+		switch t {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+			if depth == 0 {
+				return j == len(toks)-1
+			}
+		}
+	}
+	return false
+}
+
+// scalarNames returns the names that can only hold scalars: every binding
+// of the name anywhere in the template is "{% set NAME = EXPR %}" with a
+// scalar EXPR (given the names found so far) or a block set
+// "{% set NAME %}...{% endset %}" (a string); loop variables, macro
+// parameters and multiple-target sets never are.
+func scalarNames(tags [][]string) map[string]bool {
+	type binding struct {
+		expr  []string
+		block bool
+	}
+	binds := map[string][]binding{}
+	unsafe := map[string]bool{}
+	for _, toks := range tags {
+		if len(toks) < 2 {
+			continue
+		}
+		switch toks[0] {
+		case "set":
+			k := indexOf(toks, "=")
+			switch {
+			case k < 0 && len(toks) == 2 && isIdent(toks[1]):
+				binds[toks[1]] = append(binds[toks[1]], binding{block: true})
+			case k == 2 && isIdent(toks[1]):
+				binds[toks[1]] = append(binds[toks[1]], binding{expr: toks[3:]})
+			default:
+				for _, n := range bindings(toks) {
+					unsafe[n] = true
+				}
+			}
+		case "for":
+			for _, n := range bindings(toks) {
+				unsafe[n] = true
+			}
+		case "macro":
+			for _, n := range macroParams(toks) {
+				unsafe[n] = true
+			}
+		}
+	}
+	scalar := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for name, bs := range binds {
+			if scalar[name] || unsafe[name] {
+				continue
+			}
+			ok := true
+			for _, b := range bs {
+				if !b.block && !isScalarExpr(b.expr, scalar) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				scalar[name] = true
+				changed = true
+			}
+		}
+	}
+	return scalar
+}
+
+// lexedTag is the tokens of one tag and the line (from 1) where it starts.
+type lexedTag struct {
+	toks []string
+	line int
+}
+
 // lexTags returns the tokens of every {{ }} and {% %} tag of source,
 // skipping comments and {% raw %} blocks.
-func lexTags(source string) [][]string {
-	var tags [][]string
+func lexTags(source string) []lexedTag {
+	var tags []lexedTag
 	inRaw := false
+	line, counted := 1, 0 // line of source[counted]
 	for i := 0; ; {
 		t, ok := nextTag(source, i)
 		if !ok {
@@ -186,7 +371,9 @@ func lexTags(source string) [][]string {
 		} else if inRaw {
 			continue
 		}
-		tags = append(tags, exprTokens(content))
+		line += strings.Count(source[counted:t.start], "\n")
+		counted = t.start
+		tags = append(tags, lexedTag{toks: exprTokens(content), line: line})
 	}
 	return tags
 }

@@ -18,6 +18,12 @@ func TestCyclesRejected(t *testing.T) {
 		"list append":              "{% set l = [] %}{% set _ = l.append(l) %}{{ l }}",
 		"dict update":              "{% set d = {} %}{% set _ = d.update({'a': d}) %}{{ d }}",
 		"insert":                   "{% set l = [] %}{{ l.insert(0, l) }}",
+		"append of a list name":    "{% set x = [] %}{% set l = [] %}{% set _ = l.append(x) %}",
+		"name rebound to a list":   "{% set x = 'a' %}{% set x = [] %}{% set l = [] %}{% set _ = l.append(x) %}",
+		"append of a loop item":    "{% set l = [] %}{% for x in [l] %}{% set _ = l.append(x) %}{% endfor %}",
+		"conditional value":        "{% set l = [] %}{% set _ = l.append('a' if l else l) %}",
+		"sum without a literal":    "{% set l = [] %}{% set _ = l.append(l + l) %}",
+		"extend":                   "{% set l = [] %}{% set _ = l.extend(['a']) %}",
 	} {
 		_, err := New(src, "", "")
 		if !errors.Is(err, ErrInvalidTemplate) {
@@ -33,6 +39,10 @@ func TestCycleCheckAcceptsCommonPatterns(t *testing.T) {
 		"out parameter": "{% macro parse(s, st, out) %}{% set out.node = ['n', s[st.pos:]] %}{% endmacro %}{% set st = namespace(pos=0) %}{% set child = namespace(node=none) %}{{ parse('abc', st, child) }}{{ child.node | tojson }}",
 		"shadowed name": "{% macro f(s) %}{% set start = 1 %}{{ s[start:] }}{% endmacro %}{% set start = namespace(x=1) %}{{ f('abc') }}",
 		"string method": "{{ messages[0].content.strip() }}{% set x = 'a,b'.split(',') %}{{ x | length }}",
+		// Kimi K2: a queue of tool call ids (strings) filled with append
+		// and drained with pop.
+		"queue of ids": "{% set q = namespace(ids=[], n=0) %}{% for m in messages %}{% set id = 'f.' + m.role + ':' + (q.n | string) %}{% set q.n = q.n + 1 %}{% set _ = q.ids.append(id) %}{% endfor %}" +
+			"{% set _ = q.ids.insert(0, 'x' ~ 1) %}{% set _ = q.ids.append(7) %}{% set first = q.ids.pop(0) %}{{ first }}{{ q.ids | join(',') }}",
 	} {
 		tmpl, err := New(src, "", "")
 		if err != nil {

@@ -36,19 +36,33 @@ const (
 // Concatenating the segments' texts gives Render's output for templates
 // that only copy or trim contents.
 func (t *Template) RenderSegments(msgs []Message, addGenerationPrompt bool) ([]Segment, error) {
+	return t.RenderSegmentsVars(msgs, addGenerationPrompt, Vars{})
+}
+
+// RenderSegmentsVars is RenderSegments with the template variables of v, as
+// RenderVars. Message contents and reasoning contents are marked as data;
+// tool calls (names, ids, arguments), tool names and v's values are part of
+// the template's text.
+func (t *Template) RenderSegmentsVars(msgs []Message, addGenerationPrompt bool, v Vars) ([]Segment, error) {
 	subst := make([]Message, len(msgs))
-	cores := make([]string, len(msgs))
-	for i, m := range msgs {
-		core := strings.TrimSpace(m.Content)
-		cores[i] = core
+	// cores[i] is message i's trimmed content, cores[len(msgs)+i] its
+	// trimmed reasoning content.
+	cores := make([]string, 2*len(msgs))
+	mark := func(s string, idx int) string {
+		core := strings.TrimSpace(s)
+		cores[idx] = core
 		if core == "" {
-			subst[i] = m
-			continue
+			return s
 		}
-		k := strings.Index(m.Content, core)
-		subst[i] = Message{Role: m.Role, Content: m.Content[:k] + markerOpen + strconv.Itoa(i) + markerClose + m.Content[k+len(core):]}
+		k := strings.Index(s, core)
+		return s[:k] + markerOpen + strconv.Itoa(idx) + markerClose + s[k+len(core):]
 	}
-	out, err := t.Render(subst, addGenerationPrompt)
+	for i, m := range msgs {
+		subst[i] = m
+		subst[i].Content = mark(m.Content, i)
+		subst[i].ReasoningContent = mark(m.ReasoningContent, len(msgs)+i)
+	}
+	out, err := t.RenderVars(subst, addGenerationPrompt, v)
 	if err != nil {
 		return nil, err
 	}

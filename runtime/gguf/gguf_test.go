@@ -67,6 +67,57 @@ func TestOpenSynthTypes(t *testing.T) {
 	}
 }
 
+// TestIQ4Traits: the block layouts of the 4-bit non-linear types, as
+// ggml's type traits give them (ggml.c: blck_size, type_size).
+func TestIQ4Traits(t *testing.T) {
+	tests := []struct {
+		typ             Type
+		id              uint32
+		name            string
+		blockLen, bytes int
+	}{
+		{TypeIQ4_NL, 20, "IQ4_NL", 32, 18},
+		{TypeIQ4_XS, 23, "IQ4_XS", 256, 136},
+		{TypeMXFP4, 39, "MXFP4", 32, 17},
+	}
+	for _, tc := range tests {
+		if uint32(tc.typ) != tc.id || tc.typ.String() != tc.name || tc.typ.BlockLen() != tc.blockLen || tc.typ.BlockSize() != tc.bytes {
+			t.Errorf("%v: id %d, %d values in %d bytes; want %s id %d, %d in %d",
+				tc.typ, uint32(tc.typ), tc.typ.BlockLen(), tc.typ.BlockSize(), tc.name, tc.id, tc.blockLen, tc.bytes)
+		}
+		if got, err := tc.typ.RowBytes(2 * tc.blockLen); err != nil || got != 2*tc.bytes {
+			t.Errorf("%v: RowBytes(%d) = %d, %v; want %d", tc.typ, 2*tc.blockLen, got, err, 2*tc.bytes)
+		}
+		if _, err := tc.typ.RowBytes(tc.blockLen + 1); err == nil {
+			t.Errorf("%v: RowBytes(%d) gave no error", tc.typ, tc.blockLen+1)
+		}
+	}
+}
+
+// TestOpenArch2Types opens the synth/arch2 files that hold IQ4_NL,
+// IQ4_XS and MXFP4 tensors (3-D MXFP4 experts too) and checks every
+// tensor's size against its type's layout.
+func TestOpenArch2Types(t *testing.T) {
+	for _, name := range []string{"qwen3-256-IQ4_NL", "qwen3-256-IQ4_XS", "gptoss-256-MXFP4_MOE"} {
+		f, err := Open(shareddata.Path(t, "synth/arch2/models/synth-"+name+".gguf"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for _, ti := range f.Tensors {
+			rb, err := ti.Type.RowBytes(int(ti.Dims[0]))
+			if err != nil {
+				t.Errorf("%s %s: %v", name, ti.Name, err)
+				continue
+			}
+			if want := uint64(rb) * ti.NumElements() / ti.Dims[0]; uint64(len(ti.Data)) != want {
+				t.Errorf("%s %s: %d bytes, want %d", name, ti.Name, len(ti.Data), want)
+			}
+		}
+		f.Close()
+	}
+}
+
 func TestWriterRoundTrip(t *testing.T) {
 	w := NewWriter()
 	w.AddKV("general.architecture", "llama")

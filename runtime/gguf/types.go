@@ -7,21 +7,24 @@ type Type uint32
 
 // The ggml tensor types weft knows by name. Values are the on-disk numbers.
 const (
-	TypeF32  Type = 0
-	TypeF16  Type = 1
-	TypeQ4_0 Type = 2
-	TypeQ4_1 Type = 3
-	TypeQ5_0 Type = 6
-	TypeQ5_1 Type = 7
-	TypeQ8_0 Type = 8
-	TypeQ8_1 Type = 9
-	TypeQ2_K Type = 10
-	TypeQ3_K Type = 11
-	TypeQ4_K Type = 12
-	TypeQ5_K Type = 13
-	TypeQ6_K Type = 14
-	TypeQ8_K Type = 15
-	TypeBF16 Type = 30
+	TypeF32    Type = 0
+	TypeF16    Type = 1
+	TypeQ4_0   Type = 2
+	TypeQ4_1   Type = 3
+	TypeQ5_0   Type = 6
+	TypeQ5_1   Type = 7
+	TypeQ8_0   Type = 8
+	TypeQ8_1   Type = 9
+	TypeQ2_K   Type = 10
+	TypeQ3_K   Type = 11
+	TypeQ4_K   Type = 12
+	TypeQ5_K   Type = 13
+	TypeQ6_K   Type = 14
+	TypeQ8_K   Type = 15
+	TypeIQ4_NL Type = 20
+	TypeIQ4_XS Type = 23
+	TypeBF16   Type = 30
+	TypeMXFP4  Type = 39
 )
 
 type typeTraits struct {
@@ -46,6 +49,13 @@ var traits = map[Type]typeTraits{
 	TypeQ5_K: {"Q5_K", 256, 2 + 2 + 12 + 32 + 128},
 	TypeQ6_K: {"Q6_K", 256, 128 + 64 + 16 + 2},
 	TypeQ8_K: {"Q8_K", 256, 4 + 256 + 32},
+	// IQ4_NL: f16 scale, 32 4-bit indices into a fixed non-linear table.
+	TypeIQ4_NL: {"IQ4_NL", 32, 2 + 16},
+	// IQ4_XS: f16 super-block scale, 8 6-bit sub-block scales (2 high
+	// bits each in a uint16, 4 low bits each in 4 bytes), 256 4-bit indices.
+	TypeIQ4_XS: {"IQ4_XS", 256, 2 + 2 + 4 + 128},
+	// MXFP4: an E8M0 (power of two) scale byte, 32 4-bit E2M1 values.
+	TypeMXFP4: {"MXFP4", 32, 1 + 16},
 }
 
 // Known reports whether weft knows t's block layout.

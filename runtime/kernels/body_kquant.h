@@ -2,8 +2,9 @@
 // and kern_vnni.c (AVX-512: weft_k512_matmul, and the one-token prefetch
 // of vnni_rows) share, so that the two,
 // which must give the same bits, read the blocks and walk the rows the same
-// way. Included by those two files only, after <immintrin.h> and under
-// their own target pragma.
+// way; kern_iq4.c's AVX2 kernel walks its rows with KQ_FOR_ROWS too.
+// Included by those three files only, after <immintrin.h> and under their
+// own target pragma.
 
 // kq_q4k_scales: a Q4_K super-block's 12 scale bytes as 16 bytes, the eight
 // 6-bit sub-block scales s0..s7 then the eight mins m0..m7.

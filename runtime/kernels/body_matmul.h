@@ -435,6 +435,8 @@ static void FN(dq_q6_k)(const uint8_t *restrict src, float *restrict dst, int K)
 	}
 }
 
+#include "body_iq4.h" // dq_iq4_nl, dq_iq4_xs, dq_mxfp4
+
 typedef void (*FN(dqfn))(const uint8_t *, float *, int);
 
 static FN(dqfn) FN(dq_for)(int type) {
@@ -451,6 +453,9 @@ static FN(dqfn) FN(dq_for)(int type) {
 	case 12: return FN(dq_q4_k);
 	case 13: return FN(dq_q5_k);
 	case 14: return FN(dq_q6_k);
+	case 20: return FN(dq_iq4_nl);
+	case 23: return FN(dq_iq4_xs);
+	case 39: return FN(dq_mxfp4);
 	}
 	return 0;
 }

@@ -63,8 +63,9 @@
 // and ISA (kernels.c states the thresholds; BENCHMARKS.md §1 has the
 // figures behind them):
 //
-//   - Q8_0, Q4_K and Q6_K from 8 tokens, AVX-512 VNNI: an int8 GEMM with the
-//     tokens along the vector lanes (kern_vnni.c, lane_tile). Tokens are
+//   - Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 from 8 tokens, AVX-512
+//     VNNI: an int8 GEMM with the tokens along the vector lanes
+//     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127), plus 128 so they are unsigned, and packed 16 to a panel
 //     as [block][4-column group][token][4 bytes]; one vpdpbusd then
@@ -75,14 +76,18 @@
 //     sub-block min times the token's block sum; Q6_K, whose scales cover
 //     16 columns, keeps two integer sums per block), 3-5 operations per 8
 //     vpdpbusd. Q8_0 quants are read in place; Q4_K and Q6_K rows are
-//     unpacked to bytes once per 4-row tile, for all tokens. A 4-row x
-//     32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; Q8_0 below 8), Q8_0/Q4_0/Q5_K (and Q4_K/Q6_K where
-//     the next kernel cannot take them), AVX-512 VNNI: integer dot
-//     products, as llama.cpp does. Each token is
-//     quantized per 32 values to int8 (scale amax/127) once per job;
-//     weights are unpacked from their blocks to unsigned bytes in registers
-//     and vpdpbusd multiplies 64 pairs at a time. Block scales, and the
+//     unpacked to bytes once per 4-row tile, for all tokens, and so are the
+//     4-bit table types' (kern_iq4.c: each nibble looked up in the type's
+//     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
+//     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
+//   - Few tokens (n < 24; Q8_0 and the 4-bit table types below 8),
+//     Q8_0/Q4_0/Q5_K/IQ4_NL/IQ4_XS/MXFP4 (and Q4_K/Q6_K where the next
+//     kernel cannot take them), AVX-512 VNNI: integer dot products, as
+//     llama.cpp does. Each token is quantized per 32 values to int8 (scale
+//     amax/127) once per job; weights are unpacked from their blocks to
+//     unsigned bytes in registers (IQ4_NL, IQ4_XS, MXFP4: looked up by
+//     vpshufb in their value table plus 128, kern_iq4.c) and vpdpbusd
+//     multiplies 64 pairs at a time. Block scales, and the
 //     weight offsets (the -8 of Q4_0, Q4_K mins) are applied per 4-column
 //     lane in float, the offsets against the exact float sums of the
 //     activations. Activation rounding makes these results (and the lane
@@ -90,7 +95,8 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more). For one token the row after next is prefetched.
-//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K, AVX2 without VNNI,
+//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K and the
+//     4-bit table types (kern_iq4.c, per 32 columns, IQ4_XS too), AVX2 without VNNI,
 //     and Q4_K/Q6_K below the lane GEMM's 8 tokens on AVX-512 VNNI too (kern_i8.c;
 //     one FMA per super-block beats the VNNI row kernel's per-64-column float
 //     work there): int8 activations, per 32 columns for Q8_0/Q4_0 and per
@@ -98,7 +104,8 @@
 //     in integers); vpmaddubsw multiplies 32 weight bytes with 32
 //     activations into pair sums, vpmaddwd adds the pairs (scaling them by
 //     a K-quant's sub-block scale), one FMA per block (super-block) adds
-//     d*dx times the sum. Q8_0's signs move onto the activations
+//     d*dx times the sum. Q8_0's signs, and those of the table types'
+//     values (looked up by vpshufb), move onto the activations
 //     (|w| * sign(x, w)) so no pair sum saturates; Q4_K's mins and Q6_K's
 //     -32 come off through 16-column activation sums. From 64 tokens the
 //     float kernels, which share each dequantized row among more tokens,
@@ -157,13 +164,17 @@
 // fragments, body_matmul.h and body_attn.h (with body_exp.h and
 // body_f16.h), under their own GCC target pragma and name suffix;
 // kern_vnni.c holds the AVX-512 VNNI integer kernels, kern_i8.c the AVX2
-// ones and kern_peak.c the peaks MeasurePeaks reports. The x86 units
+// ones, kern_iq4.c both sets' row kernels (and the lane GEMM's unpacking)
+// of IQ4_NL, IQ4_XS and MXFP4, with body_iq4.h, their tables and the
+// float kernels' row dequantizers, and kern_peak.c the peaks MeasurePeaks
+// reports. The x86 units
 // compile to nothing elsewhere (or with -DWEFT_PORTABLE_ONLY); every .c
 // builds only with cgo. Without cgo the package uses pure-Go kernels
 // (dequantize a row, dot it with each token). Every fast path has a
 // reference: quant.Dequantize and a float64 matMulRef, and the tests run every
 // kernel set the machine has against them for every type, several shapes
-// and n = 1, 2, 3, 9, 17, 64, 200.
+// and n = 1, 2, 3, 9, 17, 64, 200 (the table types for n = 1..64, against
+// activations rounded as the integer kernels round them).
 //
 // # Attention (attn.go)
 //

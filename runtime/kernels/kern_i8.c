@@ -210,7 +210,7 @@ int weft_i8_ok(int type, int K) {
 	case 12:
 	case 14: return K % 256 == 0;
 	}
-	return 0;
+	return weft_iq4_ok(type, K, 32);
 }
 
 // i8_row: one row of weights times NT (1..4) tokens; qx, dx, xs point at
@@ -303,7 +303,7 @@ int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int
 	switch (type) { // specialize i8_rows per type
 	case 8: i8_rows(8, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	case 2: i8_rows(2, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
-	default: return WEFT_EUNSUPPORTED;
+	default: return weft_iq4_i8_matmul(type, w, rowBytes, K, r0, r1, qx, dx, n, y, ldy); // kern_iq4.c
 	}
 	return 0;
 }

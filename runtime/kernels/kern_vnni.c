@@ -186,7 +186,7 @@ int weft_vnni_ok(int type, int K) {
 	case 13:
 	case 14: return K % 256 == 0;
 	}
-	return 0;
+	return weft_iq4_ok(type, K, 64);
 }
 
 static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
@@ -242,7 +242,7 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	default: return WEFT_EUNSUPPORTED;
+	default: return weft_iq4_vnni_matmul(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); // kern_iq4.c
 	}
 	return 0;
 }
@@ -485,10 +485,11 @@ static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint
 
 // weft_lane_ok: whether the lane GEMM handles this weight type and row length.
 int weft_lane_ok(int type, int K) {
-	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0);
+	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0) || weft_iq4_ok(type, K, 32);
 }
 
-// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K); xp
+// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K, and
+// IQ4_NL, IQ4_XS, MXFP4 unpacked by kern_iq4.c); xp
 // is weft_lane_prep's packing of x, or NULL to pack here.
 int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		       const uint8_t *xp, int n, float *y, long ldy) {
@@ -515,6 +516,9 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		} else if (type == 12) {
 			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+		} else if (weft_iq4_ok(type, K, 32)) { // IQ4_NL, IQ4_XS, MXFP4 (kern_iq4.c): unpacked to Q8_0's mode
+			weft_iq4_lane_unpack(type, wr, rowBytes, nb, m, q, ds, cw);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
 		} else {
 			lane_unpack_q6k(wr, rowBytes, nb, m, q, ds, cw, dm);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 2);

@@ -12,12 +12,16 @@
 //   kern_avx512.c  AVX-512 F/BW/VL/DQ kernels           (amd64 only)
 //   kern_vnni.c    AVX-512 VNNI int8 kernels            (amd64 only)
 //   kern_i8.c      AVX2 int8 kernels for CPUs without VNNI (amd64 only)
+//   kern_iq4.c     AVX2 and AVX-512 VNNI int8 kernels of IQ4_NL, IQ4_XS
+//                  and MXFP4                            (amd64 only)
 //   kern_peak.c    the arithmetic peaks and the memory stream of weft bench
 // kern_gen.c, kern_avx2.c and kern_avx512.c instantiate the same fragments
 // (body_matmul.h, body_attn.h, with body_exp.h and body_f16.h inside them)
 // once each, under their own GCC target pragma and name suffix;
 // body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
-// share (the Q4_K scales, the closing sum, the walk over rows). Fragments
+// share (the Q4_K scales, the closing sum, the walk over rows);
+// body_iq4.h the IQ4_NL / IQ4_XS / MXFP4 tables and row dequantizers
+// (body_matmul.h includes it). Fragments
 // are included only by those .c files, never by this header or by each
 // other in a cycle. The units share no mutable data but the scratch arena,
 // reached only through weft_scratch.
@@ -199,6 +203,17 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *prep, int n, float *y, long ldy);
 
+// kern_iq4.c: integer row kernels of IQ4_NL (20), IQ4_XS (23) and MXFP4
+// (39), AVX2 on weft_i8_prep's activations and AVX-512 VNNI on
+// weft_vnni_prep's.
+int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dx,
+		       int n, float *y, long ldy);
+int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
+			 const float *xs4, int n, float *y, long ldy);
+// weft_iq4_lane_unpack: rows 0..m of an IQ4_NL, IQ4_XS or MXFP4 weight as
+// the lane GEMM's signed bytes q, block scales ds and offsets cw.
+void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw);
+
 // kern_i8.c: AVX2 integer row kernels.
 int weft_i8_ok(int type, int K);
 int weft_i8_kquant(int type);
@@ -209,5 +224,9 @@ void weft_i8k_prep(const float *x, int n, int K, uint8_t *out);
 int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		   const uint8_t *prep, int n, float *y, long ldy);
 #endif
+// weft_iq4_ok (kern_iq4.c): whether type is IQ4_NL, IQ4_XS or MXFP4 and its
+// integer kernels take rows of K (a multiple of step: 32 for the AVX2 row
+// kernel and the lane GEMM, 64 for the VNNI row kernel; 256 for IQ4_XS).
+int weft_iq4_ok(int type, int K, int step);
 
 #endif

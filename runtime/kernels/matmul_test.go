@@ -14,6 +14,7 @@ import (
 var allTypes = []gguf.Type{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1,
 	gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4,
 }
 
 // scaleOffsets lists where each block type keeps its f16 scales, so random
@@ -21,6 +22,7 @@ var allTypes = []gguf.Type{
 var scaleOffsets = map[gguf.Type][]int{
 	gguf.TypeQ8_0: {0}, gguf.TypeQ4_0: {0}, gguf.TypeQ4_1: {0, 2}, gguf.TypeQ5_0: {0}, gguf.TypeQ5_1: {0, 2},
 	gguf.TypeQ2_K: {80, 82}, gguf.TypeQ3_K: {108}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208},
+	gguf.TypeIQ4_NL: {0}, gguf.TypeIQ4_XS: {0},
 }
 
 // randomWeight builds a rows x cols weight of type typ with random content.
@@ -51,6 +53,9 @@ func randomWeight(rng *rand.Rand, typ gguf.Type, rows, cols int) quant.Weight {
 		for b := 0; b < len(data); b += bs {
 			for _, off := range scaleOffsets[typ] {
 				binary.LittleEndian.PutUint16(data[b+off:], quant.F32ToF16(float32(rng.Float64()*0.02+0.001)))
+			}
+			if typ == gguf.TypeMXFP4 { // E8M0 scale byte 118..123: values up to 12 * 2^(e-128), 0.012 .. 0.375
+				data[b] = byte(118 + rng.IntN(6))
 			}
 		}
 	}

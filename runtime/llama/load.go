@@ -20,6 +20,7 @@ var supportedTypes = map[gguf.Type]bool{
 	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,
 	gguf.TypeQ8_0: true,
 	gguf.TypeQ2_K: true, gguf.TypeQ3_K: true, gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true,
+	gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true, gguf.TypeMXFP4: true,
 }
 
 // ReadHParams reads the hyper-parameters of a llama or qwen2 GGUF.

@@ -20,7 +20,8 @@ var ErrType = errors.New("quant: unsupported tensor type")
 func Supported(t gguf.Type) bool {
 	switch t {
 	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0,
-		gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4:
 		return true
 	}
 	return false
@@ -42,6 +43,10 @@ var dequantizers = map[gguf.Type]dequantFunc{
 	gguf.TypeQ4_K: dequantQ4_K,
 	gguf.TypeQ5_K: dequantQ5_K,
 	gguf.TypeQ6_K: dequantQ6_K,
+	// dequant_iq4.go
+	gguf.TypeIQ4_NL: dequantIQ4_NL,
+	gguf.TypeIQ4_XS: dequantIQ4_XS,
+	gguf.TypeMXFP4:  dequantMXFP4,
 }
 
 // Dequantize decodes len(dst) elements of type t from src, bit-exactly as

@@ -34,46 +34,21 @@ func TestDequantizeSynthBitExact(t *testing.T) {
 	if err := json.Unmarshal(raw, &checks); err != nil {
 		t.Fatal(err)
 	}
-	files := make([]string, 0, len(checks))
-	for f := range checks {
-		files = append(files, f)
-	}
-	sort.Strings(files)
 	seen := map[gguf.Type]bool{}
-	for _, name := range files {
+	for _, name := range sortedKeys(checks) {
 		t.Run(name, func(t *testing.T) {
-			f, err := gguf.Open(shareddata.Path(t, filepath.Join("synth/models", name)))
-			if err != nil {
-				t.Fatal(err)
+			checkDequantFile(t, shareddata.Path(t, filepath.Join("synth/models", name)), checks[name], seen)
+		})
+	}
+	// The types the synth-256 files lack (IQ4_NL, IQ4_XS, MXFP4), on the
+	// synth/arch2 files that hold them (dequant_iq4_test.go).
+	for _, name := range sortedKeys(arch2DequantSHA256) {
+		t.Run(name, func(t *testing.T) {
+			cs := map[string]dequantCheck{}
+			for _, c := range arch2DequantSHA256[name] {
+				cs[c.tensor] = dequantCheck{Type: c.typ, SHA256: c.sha256}
 			}
-			defer f.Close()
-			for tname, c := range checks[name] {
-				ti, ok := f.Tensor(tname)
-				if !ok {
-					t.Errorf("%s: tensor missing", tname)
-					continue
-				}
-				if raceEnabled && seen[ti.Type] {
-					continue // under -race one tensor per type is enough
-				}
-				if ti.Type.String() != c.Type {
-					t.Errorf("%s: type %v, check says %s", tname, ti.Type, c.Type)
-				}
-				dst := make([]float32, ti.NumElements())
-				if err := Dequantize(ti.Type, ti.Data, dst); err != nil {
-					t.Errorf("%s: %v", tname, err)
-					continue
-				}
-				buf := make([]byte, 4*len(dst))
-				for i, v := range dst {
-					binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-				}
-				sum := sha256.Sum256(buf)
-				if got := hex.EncodeToString(sum[:]); got != c.SHA256 {
-					t.Errorf("%s (%v %v): sha256 %s, want %s (first values %v)", tname, ti.Type, ti.Dims, got, c.SHA256, dst[:8])
-				}
-				seen[ti.Type] = true
-			}
+			checkDequantFile(t, shareddata.Path(t, filepath.Join("synth/arch2/models", name)), cs, seen)
 		})
 	}
 	for typ := range dequantizers {
@@ -81,6 +56,54 @@ func TestDequantizeSynthBitExact(t *testing.T) {
 			t.Errorf("type %v never checked against ggml", typ)
 		}
 	}
+}
+
+// checkDequantFile dequantizes the tensors of the GGUF file at path that
+// checks names and compares the sha256 of each float32 output with the
+// check's; it marks the types it checked in seen.
+func checkDequantFile(t *testing.T, path string, checks map[string]dequantCheck, seen map[gguf.Type]bool) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for tname, c := range checks {
+		ti, ok := f.Tensor(tname)
+		if !ok {
+			t.Errorf("%s: tensor missing", tname)
+			continue
+		}
+		if raceEnabled && seen[ti.Type] {
+			continue // under -race one tensor per type is enough
+		}
+		if ti.Type.String() != c.Type {
+			t.Errorf("%s: type %v, check says %s", tname, ti.Type, c.Type)
+		}
+		dst := make([]float32, ti.NumElements())
+		if err := Dequantize(ti.Type, ti.Data, dst); err != nil {
+			t.Errorf("%s: %v", tname, err)
+			continue
+		}
+		buf := make([]byte, 4*len(dst))
+		for i, v := range dst {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+		}
+		sum := sha256.Sum256(buf)
+		if got := hex.EncodeToString(sum[:]); got != c.SHA256 {
+			t.Errorf("%s (%v %v): sha256 %s, want %s (first values %v)", tname, ti.Type, ti.Dims, got, c.SHA256, dst[:8])
+		}
+		seen[ti.Type] = true
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 func TestDequantizeBadSizes(t *testing.T) {

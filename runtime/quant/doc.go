@@ -7,19 +7,20 @@
 //
 // # Dequantize (dequant.go)
 //
-// Dequantize decodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
-// K-quants Q2_K..Q6_K. It is the reference the kernels are held to: each
+// Dequantize decodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the
+// K-quants Q2_K..Q6_K and the 4-bit table types IQ4_NL, IQ4_XS and MXFP4
+// (dequant_iq4.go). It is the reference the kernels are held to: each
 // formula repeats ggml's scalar arithmetic in the same order, with explicit
 // float32 conversions so no compiler fuses a product into an FMA, and is
 // checked bit for bit (sha256 of the float32 output) against ggml's own
-// dequantization of every tensor of every synth-256 model in ../shared.
-// Wrong sizes give an error wrapping ErrSize, unknown types one wrapping
-// ErrType.
+// dequantization of every tensor of every synth-256 model in ../shared
+// (and of every IQ4_NL, IQ4_XS and MXFP4 tensor of synth/arch2). Wrong
+// sizes give an error wrapping ErrSize, unknown types one wrapping ErrType.
 //
-// # Quantize (quantize.go)
+// # Quantize (quantize.go, quantize_iq4.go)
 //
-// Quantize is the other direction for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K
-// (round to nearest, as gen-model needs).
+// Quantize is the other direction for F32, F16, Q8_0, Q4_0, Q4_K, Q6_K,
+// IQ4_NL and MXFP4 (round to nearest, as gen-model needs).
 //
 // # Half precision (f16.go)
 //

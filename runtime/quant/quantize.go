@@ -9,10 +9,10 @@ import (
 )
 
 // Quantize encodes src (a whole number of rows of cols values) as type t:
-// F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, in the block layouts Dequantize
-// decodes. The encoders round to nearest (no importance search, unlike
-// llama.cpp's quantize tool): enough for generated test models, whose
-// weights are random anyway. Other types give an error wrapping ErrType;
+// F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL or MXFP4 (quantize_iq4.go), in
+// the block layouts Dequantize decodes. The encoders round to nearest (no
+// importance search or scale refit, unlike llama.cpp's quantize tool):
+// enough for generated test models, whose weights are random anyway. Other types give an error wrapping ErrType;
 // src not made of whole rows, one wrapping ErrSize.
 func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 	if cols <= 0 || len(src)%cols != 0 {
@@ -39,6 +39,10 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 		enc = quantQ4_K
 	case gguf.TypeQ6_K:
 		enc = quantQ6_K
+	case gguf.TypeIQ4_NL:
+		enc = quantIQ4_NL
+	case gguf.TypeMXFP4:
+		enc = quantMXFP4
 	default:
 		return nil, fmt.Errorf("%w: no encoder for %s", ErrType, t)
 	}

@@ -15,7 +15,7 @@ func (t *Tokenizer) computePiece(id int32) []byte {
 	case a&attrUser != 0:
 		return []byte(s)
 	case a&attrNormal != 0:
-		if t.kind == SPM {
+		if t.kind == SPM || t.spmStyle {
 			return []byte(strings.ReplaceAll(s, spmSpace, " "))
 		}
 		// Byte-level BPE: each character stands for one byte. A character
@@ -30,7 +30,7 @@ func (t *Tokenizer) computePiece(id int32) []byte {
 			}
 		}
 		return b
-	case a&attrByte != 0 && t.kind == SPM:
+	case a&attrByte != 0 && (t.kind == SPM || t.spmStyle):
 		if c, ok := parseByteToken(s); ok {
 			return []byte{c}
 		}

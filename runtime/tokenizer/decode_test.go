@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/weft-inference/weft/internal/shareddata"
 )
 
 // streamAll feeds ids one by one to a new StreamDecoder, checks every chunk
@@ -51,18 +53,18 @@ func rawConcat(tok *Tokenizer, ids []int32) string {
 }
 
 func TestStreamMatchesDecode(t *testing.T) {
-	for _, name := range vocabNames {
+	for _, name := range shareddata.VocabNames {
 		t.Run(name, func(t *testing.T) {
 			tok := load(t, "vocab/ggml-vocab-"+name+".gguf")
-			for _, v := range readVectors(t, name) {
-				ids := tok.Encode(v.text, true, false)
+			for _, v := range shareddata.ReadVocabVectors(t, name) {
+				ids := tok.Encode(v.Text, true, false)
 				got := streamAll(t, tok, ids)
 				want := tok.Decode(ids)
-				if tok.Kind() == SPM && v.text != "" {
+				if tok.Kind() == SPM && v.Text != "" {
 					want = " " + want // the stream keeps the space prefix
 				}
 				if got != want {
-					t.Errorf("stream of Encode(%q) = %q, want %q", v.text, got, want)
+					t.Errorf("stream of Encode(%q) = %q, want %q", v.Text, got, want)
 				}
 			}
 		})

@@ -5,7 +5,8 @@
 //
 // # Models
 //
-// [FromGGUF] reads tokenizer.ggml.* metadata. Two algorithms exist:
+// [FromGGUF] reads tokenizer.ggml.* metadata. Two algorithms exist, the
+// second in two forms:
 //
 //   - "llama" ([SPM]): SentencePiece BPE. Spaces become "▁", a "▁" is
 //     prefixed to the text (and to text that follows a special token) unless
@@ -20,6 +21,13 @@
 //     unless the model says so (tokenizer.ggml.add_bos_token) or the
 //     pre-tokenizer is Llama 3's or Tekken's, which also take a word that is
 //     already a token as it is ("ignore_merges").
+//   - "gemma4" ([BPE], SentencePiece-style): Gemma 4's merges over
+//     SentencePiece text. Spaces become "▁" (no prefix is added), the text
+//     is cut only into runs of newlines and runs of other characters, merges
+//     run on the UTF-8 characters (no byte alphabet), a run of newlines that
+//     is a token is taken whole, and a final symbol that is not a token
+//     becomes "<0xAB>" byte tokens. The file gives the special ids; BOS is
+//     always added (llama.cpp overrides add_bos_token=false for Gemma 4).
 //
 // Other models (bert, t5, rwkv...) and unknown pre-tokenizer names are
 // refused with [ErrUnsupported].
@@ -36,6 +44,7 @@
 //	gpt-2, phi-2, roberta-bpe, jina-*, gigachat, mpt, olmo, jais   GPT-2's expression
 //	llama3, llama-v3, llama-bpe, falcon3, dbrx, smaug-bpe, chatglm-bpe   Llama 3's
 //	qwen2, stablelm2, megrez   Llama 3's with single digits
+//	qwen35   Qwen2's, letter runs also taking marks ([\p{L}\p{M}]+)
 //	starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b   digits, then GPT-2's
 //	falcon, default (or absent)   punctuation runs, GPT-2's, digit groups
 //	deepseek-llm, deepseek-coder, deepseek-v3   DeepSeek's lists of expressions
@@ -58,8 +67,9 @@
 // attribute (all special tokens of Phi-3 models, chosen by general.name, as
 // llama.cpp does) swallow the ASCII whitespace after/before them. As in
 // llama.cpp, tokens whose text is <|eot_id|>, <|im_end|>, <|end|>,
-// <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT> (and <|end_of_text|>) are
-// made control tokens and end generation ([Tokenizer.IsEOG]).
+// <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT> (and <|end_of_text|>, and
+// Gemma 4's <eos>, <turn|>, <|tool_response>) are made control tokens and end
+// generation ([Tokenizer.IsEOG]).
 //
 // # Decoding
 //

@@ -17,7 +17,8 @@ type fragment struct {
 // user-defined tokens are recognised either way, as in llama.cpp.
 //
 // Any input is accepted, including invalid UTF-8: SPM falls back to byte
-// tokens, byte-level BPE encodes the raw bytes.
+// tokens, byte-level BPE encodes the raw bytes, Gemma 4's BPE falls back to
+// byte tokens for them.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	return t.encodeFragments(t.partition(text, parseSpecial), len(text), addSpecial)
 }
@@ -300,14 +301,22 @@ type bpeState struct {
 }
 
 // encodeBPE pre-tokenizes one raw fragment and runs byte-level BPE on each
-// word: map its bytes to the GPT-2 byte alphabet, start from those
-// characters, repeatedly merge the adjacent pair with the lowest merge rank
+// word: map its bytes to the GPT-2 byte alphabet (SentencePiece-style BPE
+// instead turns spaces into "▁" before the split and keeps the UTF-8), start
+// from those characters, repeatedly merge the adjacent pair with the lowest merge rank
 // (leftmost on ties), then emit each symbol's token (or, when a symbol is
 // not in the vocabulary, the tokens of its single bytes that are).
 func (t *Tokenizer) encodeBPE(s *bpeState, text string, out []int32) []int32 {
+	if t.spmStyle {
+		text = strings.ReplaceAll(text, " ", spmSpace)
+	}
 	rt := newRuneText(text)
 	for _, sp := range t.rules.split(rt) {
 		raw := text[rt.off[sp.start]:rt.off[sp.end]]
+		if t.spmStyle {
+			out = t.bpeWord(s, []byte(raw), out)
+			continue
+		}
 		w := s.word[:0]
 		for i := 0; i < len(raw); i++ {
 			r := byteToRune[raw[i]]
@@ -324,7 +333,7 @@ func (t *Tokenizer) encodeBPE(s *bpeState, text string, out []int32) []int32 {
 }
 
 func (t *Tokenizer) bpeWord(s *bpeState, w []byte, out []int32) []int32 {
-	if t.ignoreMerges {
+	if t.ignoreMerges || (t.spmStyle && onlyNewlines(w)) {
 		if id, ok := t.ids[string(w)]; ok {
 			return append(out, id)
 		}
@@ -381,12 +390,25 @@ func (t *Tokenizer) bpeWord(s *bpeState, w []byte, out []int32) []int32 {
 			continue
 		}
 		for k := range sym {
-			if id, ok := t.ids[string(sym[k:k+1])]; ok {
+			if t.spmStyle {
+				if id := t.byteTokens[sym[k]]; id >= 0 {
+					out = append(out, id)
+				}
+			} else if id, ok := t.ids[string(sym[k:k+1])]; ok {
 				out = append(out, id)
 			}
 		}
 	}
 	return out
+}
+
+func onlyNewlines(w []byte) bool {
+	for _, c := range w {
+		if c != '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // bigram is a candidate merge of the symbols left and right = the next

@@ -6,10 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// fuzzVocabs are small enough to load quickly in every fuzz worker: one
-// SentencePiece vocabulary and two byte-level BPE ones with different
-// pre-tokenizers (gpt-2; deepseek-coder, which also has user-defined tokens).
-var fuzzVocabs = []string{"models/stories260K.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-deepseek-coder.gguf"}
+// fuzzVocabs load quickly enough in every fuzz worker: one SentencePiece
+// vocabulary, two byte-level BPE ones with different pre-tokenizers (gpt-2;
+// deepseek-coder, which also has user-defined tokens) and Gemma 4's
+// SentencePiece-style BPE.
+var fuzzVocabs = []string{"models/stories260K.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-deepseek-coder.gguf",
+	"vocab/ggml-vocab-gemma-4.gguf"}
 
 // FuzzEncode: any input encodes without panicking to in-range ids; where the
 // tokenizer is lossless (valid UTF-8, no special token parsed or produced)
@@ -42,7 +44,7 @@ func FuzzEncode(f *testing.F) {
 					t.Fatalf("Encode(%q) gave no tokens", text)
 				}
 				// SentencePiece cannot tell a "▁" in the text from an escaped space.
-				lossy := tok.kind == SPM && strings.Contains(text, spmSpace)
+				lossy := (tok.kind == SPM || tok.spmStyle) && strings.Contains(text, spmSpace)
 				if !special && !lossy && utf8.ValidString(text) {
 					if got := tok.Decode(ids); got != text {
 						t.Fatalf("%s: Decode(Encode(%q)) = %q", tok.kind, text, got)

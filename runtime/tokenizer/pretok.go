@@ -112,11 +112,13 @@ func gpt2Match(t *runeText, i, e int) int {
 	return spaceMatch(t, i, e, false)
 }
 
-// llama3Match is Llama 3's expression (maxDigits 3) and Qwen2's (maxDigits 1):
+// llama3Match is Llama 3's expression (maxDigits 3, letters \p{L}), Qwen2's
+// (maxDigits 1) and Qwen3.5's (maxDigits 1, letters [\p{L}\p{M}]: a run of
+// letters also takes combining marks):
 //
-//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-//	 ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func llama3Match(maxDigits int) matcher {
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?LETTERS+|\p{N}{1,3}|
+//	 ?[^\s\p{N}LETTERS]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func llama3Match(maxDigits int, letters uint8) matcher {
 	return func(t *runeText, i, e int) int {
 		r := t.r[i]
 		if r == '\'' && i+1 < e {
@@ -131,10 +133,11 @@ func llama3Match(maxDigits int) matcher {
 				}
 			}
 		}
-		// [^\r\n\p{L}\p{N}]?\p{L}+
+		// [^\r\n\p{L}\p{N}]?LETTERS+ (the optional prefix is never a
+		// letter, so a LETTERS rune at i starts the run itself)
 		if r != '\r' && r != '\n' && !t.is(i, clsNumber) {
-			if t.is(i, clsLetter) || (i+1 < e && t.is(i+1, clsLetter)) {
-				return runOf(t, i+1, e, clsLetter)
+			if t.is(i, letters) || (i+1 < e && t.is(i+1, letters)) {
+				return runOf(t, i+1, e, letters)
 			}
 		}
 		// \p{N}{1,maxDigits}
@@ -145,13 +148,13 @@ func llama3Match(maxDigits int) matcher {
 			}
 			return j
 		}
-		// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+		// ' ?[^\s\p{N}LETTERS]+[\r\n]*'
 		p := i
 		if r == ' ' {
 			p = i + 1
 		}
-		if p < e && !t.is(p, clsLetter|clsNumber|clsSpace) {
-			j := runNot(t, p+1, e, clsLetter|clsNumber|clsSpace)
+		if p < e && !t.is(p, letters|clsNumber|clsSpace) {
+			j := runNot(t, p+1, e, letters|clsNumber|clsSpace)
 			for j < e && (t.r[j] == '\r' || t.r[j] == '\n') {
 				j++
 			}
@@ -440,6 +443,18 @@ func tekkenMatch(t *runeText, i, e int) int {
 	return spaceMatch(t, i, e, true)
 }
 
+// newlineRuns is [^\n]+|[\n]+: the text is cut where it changes between
+// newlines and anything else (Gemma 4's only split: its BPE runs over whole
+// lines, spaces included).
+func newlineRuns(t *runeText, i, e int) int {
+	nl := t.r[i] == '\n'
+	j := i + 1
+	for j < e && (t.r[j] == '\n') == nl {
+		j++
+	}
+	return j
+}
+
 func isASCIILetter(r rune) bool { return ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') }
 
 // isASCIIPunctSym is [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~].
@@ -463,8 +478,9 @@ var deepseekV3CJK = parseClass("一-龥぀-ゟ゠-ヿ")
 
 var (
 	passGPT2   = findAll(gpt2Match)
-	passLlama3 = findAll(llama3Match(3))
-	passQwen2  = findAll(llama3Match(1))
+	passLlama3 = findAll(llama3Match(3, clsLetter))
+	passQwen2  = findAll(llama3Match(1, clsLetter))
+	passQwen35 = findAll(llama3Match(1, clsLetter|clsMark))
 	passDigit  = findAll(one(isClass(clsNumber)))
 )
 
@@ -473,6 +489,8 @@ var ruleSets = func() map[string]*ruleSet {
 	gpt2 := &ruleSet{"gpt-2", []pass{passGPT2}}
 	llama3 := &ruleSet{"llama3", []pass{passLlama3}}
 	qwen2 := &ruleSet{"qwen2", []pass{passQwen2}}
+	qwen35 := &ruleSet{"qwen35", []pass{passQwen35}}
+	gemma4 := &ruleSet{"gemma4", []pass{findAll(newlineRuns)}}
 	starcoder := &ruleSet{"starcoder", []pass{passDigit, passGPT2}}
 	def := &ruleSet{"default", []pass{
 		findAll(plus(punctOr("$+<=>^~|"))),
@@ -533,6 +551,8 @@ var ruleSets = func() map[string]*ruleSet {
 		"qwen2":          qwen2,
 		"stablelm2":      qwen2,
 		"megrez":         qwen2,
+		"qwen35":         qwen35,
+		"gemma4":         gemma4,
 		"poro-chat":      bloom,
 		"bloom":          bloom,
 		"gpt3-finnish":   bloom,

@@ -94,6 +94,12 @@ type Tokenizer struct {
 	// BPE
 	rules  *ruleSet
 	merges map[string][]mergeSplit // left+right -> possible splits with ranks
+	// spmStyle marks a BPE vocabulary over SentencePiece-style text
+	// (tokenizer.ggml.model "gemma4"): spaces become "▁" before the split,
+	// merges run on the raw UTF-8 (no GPT-2 byte alphabet), a symbol that
+	// is not a token falls back to "<0xAB>" tokens (byteTokens), and a
+	// word made only of newlines is taken whole when it is a token.
+	spmStyle bool
 }
 
 type mergeSplit struct {
@@ -129,6 +135,14 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		t.kind = SPM
 		t.bos, t.eos, t.unk = 1, 2, 0
 		t.addSpacePrefix, t.addBOS = true, true
+	case "gemma4":
+		// Byte-level BPE's merge algorithm over SentencePiece-style text;
+		// no default special ids (the file gives them), the pre-tokenizer
+		// is always Gemma 4's whatever tokenizer.ggml.pre says, and BOS is
+		// always added (llama.cpp overrides add_bos_token=false for it).
+		t.kind = BPE
+		t.spmStyle = true
+		t.rules = ruleSets["gemma4"]
 	case "gpt2":
 		t.kind = BPE
 		t.bos, t.eos = 11, 11
@@ -144,7 +158,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 			t.bos = -1
 		}
 	default:
-		return nil, fmt.Errorf("%w: tokenizer model %q (supported: \"llama\" SentencePiece, \"gpt2\" byte-level BPE)", ErrUnsupported, model)
+		return nil, fmt.Errorf("%w: tokenizer model %q (supported: \"llama\" SentencePiece, \"gpt2\" byte-level BPE, \"gemma4\" SentencePiece-style BPE)", ErrUnsupported, model)
 	}
 	if v, ok := f.Bool(keyAddPrefix); ok {
 		t.addSpacePrefix = v
@@ -211,7 +225,8 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		if err := t.loadMerges(f); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	if t.kind == SPM || t.spmStyle {
 		t.loadByteTokens()
 	}
 
@@ -246,6 +261,9 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	}
 	if v, ok := f.Bool(keyAddBOS); ok {
 		t.addBOS = v
+	}
+	if t.spmStyle {
+		t.addBOS = true
 	}
 	if v, ok := f.Bool(keyAddEOS); ok {
 		t.addEOS = v
@@ -284,7 +302,8 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 			t.eog[id] = true
 		}
 	}
-	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "<|end_of_text|>"} {
+	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "<|end_of_text|>",
+		"<eos>", "<turn|>", "<|tool_response>"} {
 		if id, ok := t.ids[s]; ok {
 			t.eog[id] = true
 			t.attrs[id] |= attrControl
@@ -380,7 +399,7 @@ func (t *Tokenizer) loadByteTokens() {
 		name := string([]byte{'<', '0', 'x', hex[b>>4], hex[b&15], '>'})
 		if id, ok := t.ids[name]; ok {
 			t.byteTokens[b] = id
-		} else if id, ok := t.ids[string([]byte{byte(b)})]; ok {
+		} else if id, ok := t.ids[string([]byte{byte(b)})]; ok && t.kind == SPM {
 			t.byteTokens[b] = id
 		}
 	}
@@ -419,7 +438,7 @@ func (t *Tokenizer) AddEOS() bool { return t.addEOS && t.eos >= 0 }
 // IsEOG reports whether id ends generation: EOS, EOT, EOM, the FIM
 // pad/repo/file-separator tokens, and tokens whose text is one of
 // <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>,
-// <EOT>, <|end_of_text|>.
+// <EOT>, <|end_of_text|>, and Gemma 4's <eos>, <turn|>, <|tool_response>.
 func (t *Tokenizer) IsEOG(id int32) bool { return t.eog[id] }
 
 // EOGs returns the end-of-generation ids in increasing order.

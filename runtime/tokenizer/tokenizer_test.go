@@ -287,3 +287,61 @@ func TestSPMKeyOrder(t *testing.T) {
 		t.Errorf("ties must go to the leftmost pair")
 	}
 }
+
+// TestGemma4Style checks the SentencePiece-style BPE of tokenizer.ggml.model
+// "gemma4" on a tiny vocabulary: spaces become "▁" before merging, merges
+// run by rank on UTF-8 characters, a run of newlines that is a token is
+// taken whole (whatever the merges would make of it), a symbol that is not a
+// token falls back to "<0xAB>" tokens, BOS is added even when the file says
+// add_bos_token=false, and decoding turns "▁" back into spaces.
+func TestGemma4Style(t *testing.T) {
+	toks := []string{"<pad>", "<eos>", "<bos>", "<turn|>"}
+	types := []int32{typeControl, typeControl, typeControl, typeControl}
+	for b := range 256 {
+		toks = append(toks, fmt.Sprintf("<0x%02X>", b))
+		types = append(types, typeByte)
+	}
+	for _, s := range []string{"a", "b", "ab", "▁", "▁a", "\n", "\n\n", "\n\n\n"} {
+		toks = append(toks, s)
+		types = append(types, typeNormal)
+	}
+	tok, err := tinyVocab{model: "gemma4", tokens: toks, types: types,
+		merges: []string{"a b", "▁ a", "\n \n"},
+		extra: map[string]any{"tokenizer.ggml.bos_token_id": uint32(2), "tokenizer.ggml.eos_token_id": uint32(1),
+			keyAddBOS: false}}.build(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text       string
+		addSpecial bool
+		want       []string
+	}{
+		// "a b" (rank 0) before "▁ a" (rank 1); "▁ ab" is no merge.
+		{" ab", false, []string{"▁", "ab"}},
+		{"a a", false, []string{"a", "▁a"}},
+		// Merges alone would give "\n\n" "\n".
+		{"\n\n\n", false, []string{"\n\n\n"}},
+		{"a\n\nb", false, []string{"a", "\n\n", "b"}},
+		{"é", false, []string{"<0xC3>", "<0xA9>"}},
+		{"a", true, []string{"<bos>", "a"}},
+		// Control token text is plain text without parseSpecial.
+		{"<turn|>a", false, []string{"<0x3C>", "<0x74>", "<0x75>", "<0x72>", "<0x6E>", "<0x7C>", "<0x3E>", "a"}},
+	} {
+		ids := tok.Encode(tc.text, tc.addSpecial, false)
+		var got []string
+		for _, id := range ids {
+			got = append(got, tok.Piece(id))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Encode(%q, %v) (-want +got):\n%s", tc.text, tc.addSpecial, diff)
+		}
+		if back := tok.Decode(ids); back != tc.text {
+			t.Errorf("Decode(Encode(%q)) = %q", tc.text, back)
+		}
+	}
+	turn, _ := tok.ID("<turn|>")
+	if !tok.IsEOG(turn) || !tok.AddBOS() || tok.BOS() != 2 {
+		t.Errorf("IsEOG(<turn|>) %v AddBOS %v BOS %d, want true true 2", tok.IsEOG(turn), tok.AddBOS(), tok.BOS())
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -13,9 +11,6 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/gguf"
 )
-
-// vocabNames are the llama.cpp vocabulary test sets in shared/vocab.
-var vocabNames = []string{"llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-coder", "deepseek-llm", "llama-bpe", "qwen2"}
 
 var (
 	loadMu sync.Mutex
@@ -43,77 +38,21 @@ func load(tb testing.TB, rel string) *Tokenizer {
 	return t
 }
 
-type vector struct {
-	text string
-	ids  []int32
-}
-
-// readVectors reads NAME.gguf.inp and .out the way llama.cpp's
-// test-tokenizer-0 does: the .inp texts are separated by the line
-// "__ggml_vocab_test__" (each text is what precedes "\n__ggml_vocab_test__\n",
-// so a text never includes the newline before the separator), and line i of
-// .out holds the ids of text i.
-func readVectors(tb testing.TB, name string) []vector {
-	tb.Helper()
-	inp, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.inp"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	outb, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.out"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	const sep = "\n__ggml_vocab_test__\n"
-	var texts []string
-	rest := string(inp)
-	for {
-		k := strings.Index(rest, sep)
-		if k < 0 {
-			break
-		}
-		texts = append(texts, rest[:k])
-		rest = rest[k+len(sep):]
-	}
-	if rest != "" {
-		tb.Fatalf("%s.inp: %q after the last separator", name, rest)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
-	if len(lines) != len(texts) {
-		tb.Fatalf("%s: %d texts but %d id lines", name, len(texts), len(lines))
-	}
-	vs := make([]vector, len(texts))
-	for i, text := range texts {
-		vs[i].text = text
-		for _, f := range strings.Fields(lines[i]) {
-			n, err := strconv.ParseInt(f, 10, 32)
-			if err != nil {
-				tb.Fatalf("%s.out line %d: %v", name, i+1, err)
-			}
-			vs[i].ids = append(vs[i].ids, int32(n))
-		}
-	}
-	return vs
-}
-
 func TestVocabVectors(t *testing.T) {
-	for _, name := range vocabNames {
+	for _, name := range shareddata.VocabNames {
 		t.Run(name, func(t *testing.T) {
 			tok := load(t, "vocab/ggml-vocab-"+name+".gguf")
-			vs := readVectors(t, name)
+			vs := shareddata.ReadVocabVectors(t, name)
 			if len(vs) < 40 {
 				t.Fatalf("only %d vectors", len(vs))
 			}
 			for i, v := range vs {
-				got := tok.Encode(v.text, false, false)
+				got := tok.Encode(v.Text, false, false)
 				if got == nil {
 					got = []int32{}
 				}
-				want := v.ids
-				if want == nil {
-					want = []int32{}
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("vector %d %q: Encode mismatch (-want +got):\n%s", i, v.text, diff)
+				if diff := cmp.Diff(v.IDs, got); diff != "" {
+					t.Errorf("vector %d %q: Encode mismatch (-want +got):\n%s", i, v.Text, diff)
 				}
 			}
 		})
@@ -123,14 +62,14 @@ func TestVocabVectors(t *testing.T) {
 // TestVocabRoundTrip checks Decode(Encode(x)) == x on every vector: all
 // these vocabularies are lossless on valid UTF-8 text without special tokens.
 func TestVocabRoundTrip(t *testing.T) {
-	for _, name := range vocabNames {
+	for _, name := range shareddata.VocabNames {
 		t.Run(name, func(t *testing.T) {
 			tok := load(t, "vocab/ggml-vocab-"+name+".gguf")
-			for i, v := range readVectors(t, name) {
+			for i, v := range shareddata.ReadVocabVectors(t, name) {
 				for _, addSpecial := range []bool{false, true} {
-					ids := tok.Encode(v.text, addSpecial, false)
-					if got := tok.Decode(ids); got != v.text {
-						t.Errorf("vector %d addSpecial=%v: Decode(Encode(%q)) = %q", i, addSpecial, v.text, got)
+					ids := tok.Encode(v.Text, addSpecial, false)
+					if got := tok.Decode(ids); got != v.Text {
+						t.Errorf("vector %d addSpecial=%v: Decode(Encode(%q)) = %q", i, addSpecial, v.Text, got)
 					}
 				}
 			}
@@ -141,6 +80,8 @@ func TestVocabRoundTrip(t *testing.T) {
 // TestVocabAddSpecial checks the BOS default of the BPE vocabularies whose
 // GGUF has no add_bos_token key, against llama-tokenize (llama.cpp b4748,
 // shared/vocab/README.md): Llama 3 ("llama-bpe") adds BOS, Qwen2 does not.
+// Qwen3.5 has no key either and no BOS rule in llama.cpp; Gemma 4 says
+// add_bos_token=true with BOS 2 (the ids after BOS are the vectors' own).
 func TestVocabAddSpecial(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -148,6 +89,8 @@ func TestVocabAddSpecial(t *testing.T) {
 	}{
 		{"llama-bpe", []int32{128000, 9906, 1917}},
 		{"qwen2", []int32{9707, 1879}},
+		{"qwen35", []int32{9707, 1879}},
+		{"gemma-4", []int32{2, 9259, 1902}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := load(t, "vocab/ggml-vocab-"+tc.name+".gguf")

@@ -19,6 +19,11 @@ type Model struct {
 	// Gate, when set, makes every step first take a value from it (or
 	// return ctx.Err()); close it to let steps run freely.
 	Gate chan struct{}
+	// AtGate, when set, is called when a step reaches the Gate, before it
+	// waits there: the step before it has been applied (a test that
+	// waits for this call knows the scheduler's Stats of that step are
+	// published). It must not block.
+	AtGate func()
 	// OnStep, when set, runs at the start of every step (on the caller's
 	// goroutine, after Gate) with the step's number from 1.
 	OnStep func(step int, seqs []batch.SeqStep)
@@ -115,6 +120,9 @@ func (m *Model) VerifiesDrafts() bool { return !m.NoDrafts }
 // row i's tokens: the accepted drafts, then Next after them.
 func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([][]sample.Result, error) {
 	if m.Gate != nil {
+		if m.AtGate != nil {
+			m.AtGate()
+		}
 		select {
 		case <-m.Gate:
 		case <-ctx.Done():
