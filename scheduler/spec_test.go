@@ -227,3 +227,34 @@ func TestSpecCancelAndPreempt(t *testing.T) {
 		h.stop()
 	})
 }
+
+// adaptDraft: full acceptance doubles the draft length up to MaxDraft,
+// partial sets it one past the accepted count, none halves it, and
+// specMisses outright rejections in a row pause drafting.
+func TestAdaptDraft(t *testing.T) {
+	cfg := testConfig()
+	cfg.Spec = SpecConfig{Source: SpecNgram, MaxDraft: 6, PauseSteps: 5}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(cfg, new(atomicInt64))
+	sq := &seq{spec: specState{k: 2}}
+	type st struct{ K, Misses, Pause int }
+	for i, tc := range []struct {
+		drafted, accepted int
+		want              st
+	}{
+		{2, 2, st{4, 0, 0}},
+		{4, 4, st{6, 0, 0}}, // capped by MaxDraft
+		{6, 6, st{6, 0, 0}},
+		{6, 2, st{3, 0, 0}},
+		{3, 0, st{1, 1, 0}},
+		{1, 0, st{1, 2, 0}},
+		{1, 0, st{1, 0, 5}}, // third miss in a row: pause
+	} {
+		c.adaptDraft(sq, tc.drafted, tc.accepted)
+		if got := (st{sq.spec.k, sq.spec.misses, sq.spec.pause}); got != tc.want {
+			t.Errorf("step %d (%d of %d accepted): %+v, want %+v", i, tc.accepted, tc.drafted, got, tc.want)
+		}
+	}
+}

@@ -203,6 +203,14 @@ func (m *Model) setErr(err error) {
 	}
 }
 
+// BlockTokens returns a copy of the tokens the fake cache holds in block
+// b (-1 for a position never written).
+func (m *Model) BlockTokens(b int32) []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.kv[b])
+}
+
 // Err returns the first malformed row the model was given, if any.
 func (m *Model) Err() error {
 	m.mu.Lock()
