@@ -87,6 +87,9 @@ func checkModel(m *llama.Model) error {
 	case len(m.OutNorm) != hp.Dim:
 		return fmt.Errorf("cuda: output norm has %d values, want %d", len(m.OutNorm), hp.Dim)
 	}
+	if what := missingFeature(m); what != "" {
+		return fmt.Errorf("cuda: %w: %s (architecture %s) is not implemented on the GPU; run it on the CPU backend", llama.ErrUnsupported, what, hp.Arch)
+	}
 	qdim, kvdim := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	check := func(what string, w quant.Weight, rows, cols int) error {
 		if !supported[w.Type] {
@@ -133,6 +136,36 @@ func checkModel(m *llama.Model) error {
 		}
 	}
 	return nil
+}
+
+// missingFeature names the first property of m that the GPU kernels do not
+// implement (they run the llama block: no per-head or post norms, one rope
+// base, full attention, SiLU, unscaled embeddings and logits), or "".
+func missingFeature(m *llama.Model) string {
+	hp := m.HP
+	switch {
+	case hp.EmbedScale != 0:
+		return "input embedding scaling"
+	case hp.QScale != 0 || hp.AttnScale != 0 && math.Abs(float64(hp.AttnScale)*math.Sqrt(float64(hp.HeadDim))-1) > 1e-6:
+		return "an attention scale other than 1/sqrt(head_dim)"
+	case hp.Act != llama.ActSiLU:
+		return "the " + hp.Act.String() + " activation"
+	case hp.FinalSoftcap != 0:
+		return "final logit softcapping"
+	}
+	for _, l := range m.Layers {
+		switch {
+		case l.QNorm != nil || l.KNorm != nil:
+			return "per-head q/k RMS norms"
+		case l.PostAttnNorm != nil || l.PostFFNNorm != nil:
+			return "post-attention and post-FFN norms"
+		case l.Window != 0:
+			return "sliding-window attention"
+		case l.RopeBase != 0 && l.RopeBase != hp.RopeBase:
+			return "per-layer rope bases"
+		}
+	}
+	return ""
 }
 
 // ropeThetaScale is base^(-2/HeadDim), the factor between successive

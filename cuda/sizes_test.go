@@ -1,9 +1,11 @@
 package cuda
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/llama"
 	"github.com/weft-inference/weft/runtime/quant"
@@ -57,6 +59,17 @@ func TestCheckModel(t *testing.T) {
 		{"odd head dim", func(m *llama.Model) { m.HP.HeadDim = 15 }, "head dim"},
 		{"gqa ratio", func(m *llama.Model) { m.HP.KVHeads = 3 }, "kv heads"},
 		{"bias length", func(m *llama.Model) { m.Layers[0].Bq = make([]float32, 3) }, "biases"},
+		{"qwen3 q/k norms", func(m *llama.Model) {
+			m.HP.Arch = "qwen3"
+			m.Layers[1].QNorm, m.Layers[1].KNorm = make([]float32, 16), make([]float32, 16)
+		}, "q/k RMS norms (architecture qwen3) is not implemented"},
+		{"gemma3 embedding scale", func(m *llama.Model) { m.HP.EmbedScale = 8 }, "embedding scaling"},
+		{"gemma3 q scale", func(m *llama.Model) { m.HP.QScale, m.HP.AttnScale = 0.25, 1 }, "attention scale"},
+		{"gelu", func(m *llama.Model) { m.HP.Act = llama.ActGELUTanh }, "gelu-tanh activation"},
+		{"softcap", func(m *llama.Model) { m.HP.FinalSoftcap = 30 }, "softcapping"},
+		{"post norms", func(m *llama.Model) { m.Layers[0].PostFFNNorm = make([]float32, 64) }, "post-attention"},
+		{"window", func(m *llama.Model) { m.Layers[0].Window = 8 }, "sliding-window"},
+		{"rope base", func(m *llama.Model) { m.Layers[0].RopeBase = 1e6 }, "rope bases"},
 	}
 	for _, tc := range bad {
 		m := tinyModelNoT(gguf.TypeF16)
@@ -84,4 +97,38 @@ func tinyModelNoT(typ gguf.Type) *llama.Model {
 		})
 	}
 	return m
+}
+
+// TestCheckModelArch2 loads real GGUFs: a llama model passes checkModel
+// (the loader's per-layer rope base and attention scale are the plain
+// ones), and qwen3 and gemma3 are refused before any upload with an error
+// wrapping llama.ErrUnsupported that names the missing feature.
+func TestCheckModelArch2(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"models/stories260K.gguf", ""},
+		{"synth/arch/models/synth-qwen2-256-F16.gguf", ""},
+		{"synth/arch2/models/synth-qwen3-256-F16.gguf", "per-head q/k RMS norms (architecture qwen3)"},
+		{"synth/arch2/models/synth-gemma3-256-F16.gguf", "input embedding scaling (architecture gemma3)"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := gguf.Open(shareddata.Path(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := llama.FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkModel(m)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("checkModel = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, llama.ErrUnsupported)):
+				t.Errorf("checkModel = %v, want an ErrUnsupported naming %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -22,7 +22,8 @@ func init() {
 func runGenModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF path (required)")
-	preset := fs.String("preset", "synth-110m", "model shape: synth-110m or tiny")
+	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
+		" (the last three: those models' layer shapes with a generated 32000-token vocabulary)")
 	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, or Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers)")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")

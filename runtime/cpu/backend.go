@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -27,9 +28,13 @@ type Backend struct {
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
 
-	// thetaScale is base^(-2/headDim): rope multiplies the angle by it once
-	// per dimension pair, as ggml does.
-	thetaScale float32
+	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
+	// the layers (rope multiplies the angle by it once per dimension pair,
+	// as ggml does); layerRope[li] indexes layer li's.
+	thetaScales []float32
+	layerRope   []int
+	// attnScale multiplies the scores q·k before the softmax.
+	attnScale float32
 
 	s     scratch
 	attnW []attnWorker
@@ -73,7 +78,24 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 			b.v32 = append(b.v32, make([]float32, n))
 		}
 	}
-	b.thetaScale = float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
+	var bases []float32
+	for _, l := range m.Layers {
+		base := l.RopeBase
+		if base == 0 {
+			base = hp.RopeBase
+		}
+		i := slices.Index(bases, base)
+		if i < 0 {
+			i = len(bases)
+			bases = append(bases, base)
+			b.thetaScales = append(b.thetaScales, float32(math.Pow(float64(base), -2.0/float64(hp.HeadDim))))
+		}
+		b.layerRope = append(b.layerRope, i)
+	}
+	b.attnScale = hp.AttnScale
+	if b.attnScale == 0 {
+		b.attnScale = float32(1 / math.Sqrt(float64(hp.HeadDim)))
+	}
 	b.attnW = make([]attnWorker, max(cfg.Threads, kernels.Workers()))
 	return b, nil
 }
@@ -167,7 +189,7 @@ func (b *Backend) grow(total, nLogits int) {
 		s.v = make([]float32, c*b.kvDim)
 		s.gate = make([]float32, c*hp.FFN)
 		s.up = make([]float32, c*hp.FFN)
-		s.rope = make([]float32, c*hp.HeadDim)
+		s.rope = make([]float32, c*hp.HeadDim*len(b.thetaScales))
 		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, b.qDim))
 		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, b.qDim, 2*b.kvDim))
 	}
@@ -193,12 +215,21 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	b.grow(total, nLogits)
 	s := &b.s
 	D := hp.Dim
-	// Embeddings and positions.
+	// Embeddings and positions: one table of rotary angles per token and
+	// rotary base, table (t, i) at (t*len(thetaScales)+i)*HeadDim.
 	t := 0
+	nr := len(b.thetaScales)
 	for _, sq := range seqs {
 		for j, tok := range sq.Tokens {
-			dequantRow(b.m.TokEmbd, int(tok), s.x[t*D:(t+1)*D])
-			b.ropeTable(s.rope[t*hp.HeadDim:(t+1)*hp.HeadDim], int32(sq.Pos+j))
+			xt := s.x[t*D : (t+1)*D]
+			dequantRow(b.m.TokEmbd, int(tok), xt)
+			if hp.EmbedScale != 0 {
+				mulScalar(xt, hp.EmbedScale)
+			}
+			for i, ts := range b.thetaScales {
+				o := (t*nr + i) * hp.HeadDim
+				b.ropeTable(s.rope[o:o+hp.HeadDim], int32(sq.Pos+j), ts)
+			}
 			t++
 		}
 	}
@@ -225,19 +256,35 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 					add(k[t*b.kvDim:(t+1)*b.kvDim], l.Bk)
 					add(v[t*b.kvDim:(t+1)*b.kvDim], l.Bv)
 				}
-				cs := s.rope[t*hp.HeadDim : (t+1)*hp.HeadDim]
-				b.rope(q[t*b.qDim:(t+1)*b.qDim], hp.Heads, cs)
-				b.rope(k[t*b.kvDim:(t+1)*b.kvDim], hp.KVHeads, cs)
+				qt, kt := q[t*b.qDim:(t+1)*b.qDim], k[t*b.kvDim:(t+1)*b.kvDim]
+				if l.QNorm != nil {
+					headNorms(qt, hp.HeadDim, l.QNorm, hp.NormEps)
+				}
+				if l.KNorm != nil {
+					headNorms(kt, hp.HeadDim, l.KNorm, hp.NormEps)
+				}
+				o := (t*nr + b.layerRope[li]) * hp.HeadDim
+				cs := s.rope[o : o+hp.HeadDim]
+				b.rope(qt, hp.Heads, cs)
+				b.rope(kt, hp.KVHeads, cs)
+				if hp.QScale != 0 {
+					mulScalar(qt, hp.QScale)
+				}
 			}
 		})
 		b.storeKV(li, seqs, k, v)
-		if err := b.attention(li, seqs, q, att); err != nil {
+		if err := b.attention(li, l.Window, seqs, q, att); err != nil {
 			return layerError(li, "attention", err)
 		}
 		if err := matMul(s.tm[:total*D], l.Wo, att, total, s); err != nil {
 			return layerError(li, "output projection", err)
 		}
 		perTokens(total, D, func(t0, t1 int) {
+			if l.PostAttnNorm != nil {
+				for t := t0; t < t1; t++ {
+					rmsNorm(s.tm[t*D:(t+1)*D], s.tm[t*D:(t+1)*D], l.PostAttnNorm, hp.NormEps)
+				}
+			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 			for t := t0; t < t1; t++ {
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
@@ -248,12 +295,22 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			return layerError(li, "FFN gate and up", err)
 		}
 		perTokens(total, hp.FFN, func(t0, t1 int) {
-			siluMul(gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN])
+			g, u := gate[t0*hp.FFN:t1*hp.FFN], up[t0*hp.FFN:t1*hp.FFN]
+			if hp.Act == llama.ActGELUTanh {
+				geluMul(g, u)
+			} else {
+				siluMul(g, u)
+			}
 		})
 		if err := matMul(s.tm[:total*D], l.WDown, gate, total, s); err != nil {
 			return layerError(li, "FFN down", err)
 		}
 		perTokens(total, D, func(t0, t1 int) {
+			if l.PostFFNNorm != nil {
+				for t := t0; t < t1; t++ {
+					rmsNorm(s.tm[t*D:(t+1)*D], s.tm[t*D:(t+1)*D], l.PostFFNNorm, hp.NormEps)
+				}
+			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 		})
 	}
@@ -275,6 +332,9 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	V := hp.VocabSize
 	if err := matMul(s.lastOut[:nLogits*V], b.m.Output, s.lastX[:nLogits*D], nLogits, s); err != nil {
 		return fmt.Errorf("cpu: output matrix: %w", err)
+	}
+	if hp.FinalSoftcap != 0 {
+		softcap(s.lastOut[:nLogits*V], hp.FinalSoftcap)
 	}
 	r = 0
 	for i, sq := range seqs {
@@ -320,9 +380,10 @@ var perTokensMin = 16 << 10
 
 // ropeTable writes cos/sin of every rotary angle of position pos into cs
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
-// pos·base^(-2i/d) computed by repeated float32 multiplication, divided by
-// the frequency factor when there is one.
-func (b *Backend) ropeTable(cs []float32, pos int32) {
+// pos·base^(-2i/d) computed by repeated float32 multiplication by
+// thetaScale = base^(-2/d), divided by the frequency factor when there is
+// one.
+func (b *Backend) ropeTable(cs []float32, pos int32, thetaScale float32) {
 	theta := float32(pos)
 	for i := 0; i < b.m.HP.HeadDim/2; i++ {
 		th := theta
@@ -331,7 +392,7 @@ func (b *Backend) ropeTable(cs []float32, pos int32) {
 		}
 		cs[2*i] = float32(math.Cos(float64(th)))
 		cs[2*i+1] = float32(math.Sin(float64(th)))
-		theta *= b.thetaScale
+		theta *= thetaScale
 	}
 }
 
@@ -392,13 +453,15 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	}
 }
 
-// attention computes softmax(q·K/sqrt(d))·V for every token and head,
-// reading each sequence's K/V through its block table. Work items are
+// attention computes softmax(q·K·attnScale)·V for every token and head,
+// reading each sequence's K/V through its block table; with window > 0 a
+// token at position p sees only positions p-window+1..p (the others are
+// not read). Work items are
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
 // Items are spread over the kernels' worker pool. It returns the first kernel
 // failure (the long chunks' matrix products can fail).
-func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) error {
+func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) error {
 	hp := b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
@@ -412,12 +475,16 @@ func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) e
 	// handoff costs more than it saves.
 	work := 0
 	for _, sq := range seqs {
-		work += len(sq.Tokens) * (sq.Pos + len(sq.Tokens))
+		n := sq.Pos + len(sq.Tokens)
+		if window > 0 {
+			n = min(n, window)
+		}
+		work += len(sq.Tokens) * n
 	}
 	work *= hp.Heads * hp.HeadDim * 2
 	if work < attnParallelMin || nItems == 1 {
 		for it := range nItems {
-			if err := b.attendGroup(&b.attnW[0], layer, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
+			if err := b.attendGroup(&b.attnW[0], layer, window, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
 				return err
 			}
 		}
@@ -425,7 +492,7 @@ func (b *Backend) attention(layer int, seqs []batch.SeqStep, q, out []float32) e
 	}
 	return kernels.Parallel(nItems, func(worker, it int) error {
 		si, g := it/hp.KVHeads, it%hp.KVHeads
-		return b.attendGroup(&b.attnW[worker], layer, &seqs[si], starts[si], g, q, out)
+		return b.attendGroup(&b.attnW[worker], layer, window, &seqs[si], starts[si], g, q, out)
 	})
 }
 
@@ -442,52 +509,66 @@ const attnParallelMin = 64 << 10
 // attendGroupMatMul, whose failure it returns, unless the products are
 // batch-invariant (kernels.BatchInvariant): then every token reads the cache
 // in place, so its result does not depend on how its prompt was chunked.
-func (b *Backend) attendGroup(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
+func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
 	if len(sq.Tokens)*group >= attnMatMulMin && !kernels.BatchInvariant() {
-		kk, vv := b.gatherKV(w, layer, sq, g, n)
-		return b.attendGroupMatMul(w, sq, tok0, g, n, kk, vv, q, out)
+		k0 := firstVisible(sq.Pos, window)
+		kk, vv := b.gatherKV(w, layer, sq, g, k0, n)
+		return b.attendGroupMatMul(w, sq, tok0, g, k0, n, window, kk, vv, q, out)
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	off := b.kvOff(0, g, 0)
 	kv := kernels.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
-	w.attn = grow(w.attn, kernels.AttendScratch(group, n, hd))
+	w.attn = grow(w.attn, kernels.AttendScratch(group, n-firstVisible(sq.Pos, window), hd))
 	for j := range sq.Tokens {
 		t := tok0 + j
+		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, scale, w.attn)
+			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, w.attn)
 		} else {
-			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, scale, w.attn)
+			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, w.attn)
 		}
 	}
 	return nil
 }
 
-// gatherKV copies head g's K and V rows of positions 0..n-1 of the sequence
-// (converted to F32) into the worker's scratch, block by block (a block's
-// rows of one head are contiguous).
-func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, n int) (kk, vv []float32) {
+// firstVisible is the first position a query at position p sees: p-window+1
+// (at least 0) with a sliding window, else 0.
+func firstVisible(p, window int) int {
+	if window > 0 {
+		return max(0, p-window+1)
+	}
+	return 0
+}
+
+// gatherKV copies head g's K and V rows of positions k0..n-1 of the
+// sequence (converted to F32) into the worker's scratch, row p at p-k0,
+// block by block (a block's rows of one head are contiguous).
+func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n int) (kk, vv []float32) {
 	hd, bs := b.m.HP.HeadDim, b.cfg.BlockSize
-	if len(w.k) < n*hd {
-		w.k = make([]float32, max(n*hd, 2*len(w.k)))
+	m := n - k0
+	if len(w.k) < m*hd {
+		w.k = make([]float32, max(m*hd, 2*len(w.k)))
 		w.v = make([]float32, len(w.k))
 	}
-	kk, vv = w.k[:n*hd], w.v[:n*hd]
-	for p0 := 0; p0 < n; p0 += bs {
-		cnt := min(bs, n-p0) * hd
-		off := b.kvOff(sq.Blocks[p0/bs], g, 0)
+	kk, vv = w.k[:m*hd], w.v[:m*hd]
+	for p0 := k0; p0 < n; {
+		slot := p0 % bs
+		cnt := min(bs-slot, n-p0) * hd
+		off := b.kvOff(sq.Blocks[p0/bs], g, slot)
+		d := (p0 - k0) * hd
 		if b.f16 {
-			kernels.F16ToF32s(kk[p0*hd:p0*hd+cnt], b.k16[layer][off:off+cnt])
-			kernels.F16ToF32s(vv[p0*hd:p0*hd+cnt], b.v16[layer][off:off+cnt])
+			kernels.F16ToF32s(kk[d:d+cnt], b.k16[layer][off:off+cnt])
+			kernels.F16ToF32s(vv[d:d+cnt], b.v16[layer][off:off+cnt])
 		} else {
-			copy(kk[p0*hd:p0*hd+cnt], b.k32[layer][off:off+cnt])
-			copy(vv[p0*hd:p0*hd+cnt], b.v32[layer][off:off+cnt])
+			copy(kk[d:d+cnt], b.k32[layer][off:off+cnt])
+			copy(vv[d:d+cnt], b.v32[layer][off:off+cnt])
 		}
+		p0 += cnt / hd
 	}
 	return kk, vv
 }
@@ -498,13 +579,15 @@ const attnMatMulMin = 16
 
 // attendGroupMatMul is attendGroup for long chunks: the scores of all the
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
-// (kernels.MatMul on the gathered F32 rows), with the causal mask applied
-// between them. kk and vv hold the n gathered K and V rows.
-func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n int, kk, vv, q, out []float32) error {
+// (kernels.MatMul on the gathered F32 rows), with the causal (and sliding
+// window) mask applied between them. kk and vv hold the gathered K and V
+// rows of positions k0..n-1: those the chunk's first token sees and after.
+func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
 	T := len(sq.Tokens)
+	n -= k0 // columns: positions k0..
 	rows := group * T
 	w.qg = grow(w.qg, rows*hd)
 	w.sc = grow(w.sc, rows*n)
@@ -530,8 +613,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, n
 	if err := kernels.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
 		return err
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos, scale, b.f16)
+	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.f16)
 	if err := kernels.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}

@@ -13,7 +13,16 @@
 // each run as one kernels.MatMuls job (one pool handoff). Attention is per
 // sequence, through its block table, parallel over (sequence, KV head);
 // short chunks read the cache in place (kernels.AttendF16/AttendF32), long
-// ones gather the head's rows and run two matrix products per KV head.
+// ones gather the head's rows and run two matrix products per KV head. A
+// sliding layer (llama.Layer.Window) attends from the first visible
+// position in both paths (PagedKV.First; the gathered rows start there and
+// kernels.SoftmaxCausal masks per row), so hidden keys are never read.
+//
+// The forward pass follows the Model's fields, never its architecture's
+// name: optional q/k head norms before RoPE, one RoPE table per distinct
+// layer base, embedding and query scales, post-attention and post-FFN
+// norms, the FFN activation (SiLU, or GELU through ggml's F16 table as
+// geluMul copies it) and logit softcapping.
 // Logits are computed only for the last token of sequences whose logits
 // slot is non-nil (SeqStep.Logits), or for their last Draft+1 tokens when
 // the row carries drafts to verify (SeqStep.Draft, speculative decoding:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/kernels"
@@ -113,3 +114,63 @@ func add(dst, src []float32) {
 		dst[i] += v
 	}
 }
+
+// headNorms applies rmsNorm in place to each head (hd values) of x, with
+// the same weight w for every head (qwen3's and gemma3's q/k norms).
+func headNorms(x []float32, hd int, w []float32, eps float32) {
+	for h := 0; h+hd <= len(x); h += hd {
+		rmsNorm(x[h:h+hd], x[h:h+hd], w, eps)
+	}
+}
+
+// mulScalar sets x[i] *= s (float32, as ggml_scale).
+func mulScalar(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+// softcap sets x[i] = c·tanh(x[i]·(1/c)), as llama.cpp caps gemma logits
+// (ggml_scale, ggml_tanh, ggml_scale, each in float32).
+func softcap(x []float32, c float32) {
+	inv := 1 / c
+	for i, v := range x {
+		x[i] = float32(math.Tanh(float64(v*inv))) * c
+	}
+}
+
+// geluMul sets gate[i] = gelu(gate[i]) * up[i] with GELU's tanh
+// approximation as ggml's CPU backend computes it (GGML_GELU_FP16): 0 at
+// or below -10, the identity at or above 10, and in between a table of
+// gelu at every F16 value, looked up at gate rounded to F16, the table's
+// entries themselves F16.
+func geluMul(gate, up []float32) {
+	tab := geluTable()
+	for i, x := range gate {
+		switch {
+		case x <= -10:
+			gate[i] = 0
+		case x >= 10:
+			gate[i] = x * up[i]
+		default:
+			gate[i] = quant.F16ToF32(tab[quant.F32ToF16(x)]) * up[i]
+		}
+	}
+}
+
+// geluTable returns the F16 table of geluMul, built on first use.
+var geluTable = sync.OnceValue(func() *[1 << 16]uint16 {
+	var tab [1 << 16]uint16
+	const (
+		coefA       = float32(0.044715)
+		sqrt2OverPi = float32(0.79788456080286535587989211986876)
+	)
+	for i := range tab {
+		x := quant.F16ToF32(uint16(i))
+		// ggml_gelu_f32, operation by operation in float32.
+		inner := sqrt2OverPi * x * (1 + coefA*x*x)
+		g := 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
+		tab[i] = quant.F32ToF16(g)
+	}
+	return &tab
+})

@@ -64,6 +64,16 @@ func TestSynthGolden(t *testing.T) {
 // on every kernel set.
 func checkSynthGolden(t *testing.T, model, golden, f32 string, exact, strict bool, tol float64) {
 	t.Helper()
+	checkSynthGoldenFlips(t, model, golden, f32, exact, strict, tol, 0)
+}
+
+// checkSynthGoldenFlips is checkSynthGolden that tolerates up to flips
+// argmax differences at gaps above the threshold (logged): the count that
+// an engine dequantizing exactly is measured to have on a quantized file
+// (shared/synth/arch2/README.md, "argmax = golden ... where golden gap >
+// 1"), where llama.cpp's own activation rounding decides the step.
+func checkSynthGoldenFlips(t *testing.T, model, golden, f32 string, exact, strict bool, tol float64, flips int) {
+	t.Helper()
 	m := loadModel(t, model)
 	g := readGolden(t, golden)
 	var ref goldenFile
@@ -99,6 +109,9 @@ func checkSynthGolden(t *testing.T, model, golden, f32 string, exact, strict boo
 				ties++
 			case !exact && f32Picks(ref, k, res.GeneratedTokenIDs[:i], got[i]):
 				t.Logf("%q step %d: argmax %d, golden %d (golden gap %.3g), as llama.cpp's F32 model picks", res.Prompt, i, got[i], st.ID, gap)
+			case flips > 0:
+				flips--
+				t.Logf("%q step %d: argmax %d, golden %d (golden gap %.3g), one of the differences allowed", res.Prompt, i, got[i], st.ID, gap)
 			default:
 				t.Errorf("%q step %d: argmax %d, golden %d (golden gap %.3g)", res.Prompt, i, got[i], st.ID, gap)
 			}

@@ -20,15 +20,21 @@ type PagedKV struct {
 	HeadDim   int     // elements per row
 	Stride    int     // elements from block b's rows to block b+1's
 	Off       int     // element offset of the head's first row in block 0
+	// First is the first position attended to: a query sees positions
+	// First..n-1 (a sliding window; 0 for full attention). The rows below
+	// it are not read, and their blocks need not be valid.
+	First int
 }
 
 // AttendScratch is the scratch length AttendF16 and AttendF32 need for nq
-// query vectors over n positions of head dimension hd.
+// query vectors over n positions of head dimension hd (n - First suffices).
 func AttendScratch(nq, n, hd int) int { return nq*(n+hd) + hd }
 
 // AttendF16 computes single-token attention for the query vectors in q
 // (len(q)/HeadDim of them, e.g. the query heads of one GQA group) against
-// positions 0..n-1 of an F16 cache, as ggml does with an F16 KV cache:
+// positions kv.First..n-1 of an F16 cache, as ggml does with an F16 KV
+// cache (where the positions a sliding window hides are masked to -inf,
+// which gives the same weights):
 //
 //	s[p] = F16(q) · K[p];  w = softmax(s*scale);  out = sum_p F16(w[p]) V[p]
 //
@@ -64,21 +70,22 @@ func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float3
 // V: the C kernel does not check) and returns the number of query vectors.
 func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
 	hd, bs := kv.HeadDim, kv.BlockSize
-	if hd <= 0 || bs <= 0 || n <= 0 || nQ%hd != 0 || nOut < nQ || kv.Stride < 0 || kv.Off < 0 {
-		panic(fmt.Sprintf("kernels: Attend: bad shape (q %d, out %d, head dim %d, block size %d, n %d)", nQ, nOut, hd, bs, n))
+	if hd <= 0 || bs <= 0 || n <= 0 || nQ%hd != 0 || nOut < nQ || kv.Stride < 0 || kv.Off < 0 || kv.First < 0 || kv.First >= n {
+		panic(fmt.Sprintf("kernels: Attend: bad shape (q %d, out %d, head dim %d, block size %d, positions %d..%d)", nQ, nOut, hd, bs, kv.First, n-1))
 	}
 	nq := nQ / hd
 	if nq == 0 {
 		return 0
 	}
-	if nScratch < AttendScratch(nq, n, hd) {
+	if nScratch < AttendScratch(nq, n-kv.First, hd) {
 		panic("kernels: Attend: short scratch")
 	}
 	nb := (n + bs - 1) / bs
 	if len(kv.Blocks) < nb {
 		panic("kernels: Attend: block table shorter than n positions")
 	}
-	for i, b := range kv.Blocks[:nb] {
+	for i := kv.First / bs; i < nb; i++ {
+		b := kv.Blocks[i]
 		rows := min(bs, n-i*bs)
 		end := int(b)*kv.Stride + kv.Off + rows*hd
 		if b < 0 || end > nK || end > nV {
@@ -92,55 +99,63 @@ func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
 // one at a time.
 func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV, n int, scale float32, scratch []float32,
 	round bool, load func([]float32, []T)) {
-	hd := kv.HeadDim
-	qs, sc, row := scratch[:nq*hd], scratch[nq*hd:nq*(hd+n)], scratch[nq*(hd+n):nq*(hd+n)+hd]
+	hd, lo := kv.HeadDim, kv.First
+	m := n - lo // positions read
+	qs, sc, row := scratch[:nq*hd], scratch[nq*hd:nq*(hd+m)], scratch[nq*(hd+m):nq*(hd+m)+hd]
 	if round {
 		RoundF16s(qs, q[:nq*hd])
 	} else {
 		copy(qs, q)
 	}
 	rowAt := func(p int) int { return int(kv.Blocks[p/kv.BlockSize])*kv.Stride + kv.Off + (p%kv.BlockSize)*hd }
-	for p := range n {
+	for p := lo; p < n; p++ {
 		o := rowAt(p)
 		load(row, k[o:o+hd])
 		for j := range nq {
-			sc[j*n+p] = dotGo(qs[j*hd:(j+1)*hd], row)
+			sc[j*m+p-lo] = dotGo(qs[j*hd:(j+1)*hd], row)
 		}
 	}
 	for j := range nq {
-		SoftmaxScaled(sc[j*n:(j+1)*n], scale, round)
+		SoftmaxScaled(sc[j*m:(j+1)*m], scale, round)
 	}
 	o := out[:nq*hd]
 	clear(o)
-	for p := range n {
+	for p := lo; p < n; p++ {
 		off := rowAt(p)
 		load(row, v[off:off+hd])
 		for j := range nq {
-			Axpy(sc[j*n+p], row, o[j*hd:(j+1)*hd])
+			Axpy(sc[j*m+p-lo], row, o[j*hd:(j+1)*hd])
 		}
 	}
 }
 
 // SoftmaxCausal applies SoftmaxScaled to the score rows of a prompt chunk:
-// sc holds rows rows of n scores, ordered (head, token) for T tokens from
-// position pos0, and row r covers positions 0..pos0+r%T (its remaining
-// entries are set to zero). One call does them all (the C kernels: one cgo
-// call per attention group, not one or two per row).
-func SoftmaxCausal(sc []float32, rows, n, T, pos0 int, scale float32, round bool) {
+// sc holds rows rows of n scores (columns: consecutive positions), ordered
+// (head, token) for T tokens from column pos0, and row r covers columns
+// lo..c, c = pos0+r%T, lo = max(0, c-window+1) with a sliding window
+// (window > 0), else 0; its remaining entries are set to zero. One call
+// does them all (the C kernels: one cgo call per attention group, not one
+// or two per row).
+func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, round bool) {
 	if rows <= 0 || n <= 0 {
 		return
 	}
 	sc = sc[:rows*n]
-	if T <= 0 || pos0+T > n {
+	if T <= 0 || pos0 < 0 || pos0+T > n || window < 0 {
 		panic("kernels.SoftmaxCausal: tokens past the scored positions")
 	}
-	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, scale, round) {
+	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, window, scale, round) {
 		return
 	}
 	for r := range rows {
 		row := sc[r*n : (r+1)*n]
 		p := pos0 + r%T
-		SoftmaxScaled(row[:p+1], scale, round)
+		lo := 0
+		if window > 0 {
+			lo = max(0, p-window+1)
+		}
+		clear(row[:lo])
+		SoftmaxScaled(row[lo:p+1], scale, round)
 		clear(row[p+1:])
 	}
 }

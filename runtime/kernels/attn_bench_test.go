@@ -14,7 +14,9 @@ import (
 // BenchmarkAttend times one decode query (head dim 64, blocks of 16, F16
 // cache) against n cached positions: "paged" is AttendF16 reading the cache
 // in place; "gather" is the path it replaced (convert the head's K and V
-// rows to F32, then MatMul, softmax, MulVecT), for comparison.
+// rows to F32, then MatMul, softmax, MulVecT), for comparison; "window" is
+// AttendF16 with a sliding window of 64 (PagedKV.First = n-64: its cost
+// should follow the window, not n).
 func BenchmarkAttend(b *testing.B) {
 	for _, nq := range []int{1, 4} {
 		for _, n := range []int{64, 512} {
@@ -26,6 +28,14 @@ func BenchmarkAttend(b *testing.B) {
 				scratch := make([]float32, AttendScratch(nq, n, hd))
 				for b.Loop() {
 					AttendF16(out, c.q, c.k16, c.v16, c.kv, n, scale, scratch)
+				}
+			})
+			b.Run(fmt.Sprintf("window64/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				kv := c.kv
+				kv.First = n - 64
+				scratch := make([]float32, AttendScratch(nq, 64, hd))
+				for b.Loop() {
+					AttendF16(out, c.q, c.k16, c.v16, kv, n, scale, scratch)
 				}
 			})
 			b.Run(fmt.Sprintf("gather/nq=%d/n=%d", nq, n), func(b *testing.B) {

@@ -8,6 +8,6 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 	return false
 }
 
-func softmaxCausalFast(sc []float32, rows, n, T, pos0 int, scale float32, round bool) bool {
+func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, round bool) bool {
 	return false
 }

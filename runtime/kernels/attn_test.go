@@ -42,7 +42,8 @@ func newAttnCase(rng *rand.Rand, hd, nq, n, bs int, qScale float64) attnCase {
 	return c
 }
 
-// attendRef computes the attention outputs in float64 and, per output
+// attendRef computes the attention outputs (positions c.kv.First..n-1) in
+// float64 and, per output
 // element, the error the float32 kernels may make: 1e-5 of sum |w·v|, plus,
 // for an F16 cache, the full step of any weight within 1e-5 (relative) of
 // an F16 rounding boundary (float32 arithmetic may round it either way).
@@ -73,7 +74,7 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 		}
 		s := make([]float64, n)
 		mx := math.Inf(-1)
-		for p := range s {
+		for p := c.kv.First; p < n; p++ {
 			for i, kv := range row(c.k32, c.k16, p) {
 				s[p] += q[i] * kv
 			}
@@ -81,11 +82,11 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 			mx = max(mx, s[p])
 		}
 		var sum float64
-		for p := range s {
+		for p := c.kv.First; p < n; p++ {
 			s[p] = math.Exp(s[p] - mx)
 			sum += s[p]
 		}
-		for p := range n {
+		for p := c.kv.First; p < n; p++ {
 			w, slack := s[p]/sum, 0.0
 			if f16 {
 				lo, hi := round(w*(1-1e-5)), round(w*(1+1e-5))
@@ -103,6 +104,9 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 	return want, tol
 }
 
+// TestAttend compares the kernels with attendRef on every kernel set, with
+// full attention and with sliding windows (kv.First > 0; the blocks wholly
+// below First are then made invalid, as the kernels must not read them).
 func TestAttend(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	lengths := []int{1, 5, 16, 17, 100, 257}
@@ -117,37 +121,54 @@ func TestAttend(t *testing.T) {
 					qs float64
 				}{{16, 1}, {16, 6}, {5, 1}, {5, 6}} {
 					bs, qs := cs.bs, cs.qs
-					c := newAttnCase(rng, hd, nq, n, bs, qs)
+					c0 := newAttnCase(rng, hd, nq, n, bs, qs)
 					scale := 1 / math.Sqrt(float64(hd))
-					scratch := make([]float32, AttendScratch(nq, n, hd))
-					for _, f16 := range []bool{true, false} {
-						want, tol := attendRef(c, f16, n, scale)
-						for _, isa := range availableISAs() {
-							name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/bs=%d/qs=%g", isa, f16, hd, nq, n, bs, qs)
-							old := setISA(isa)
-							got := make([]float32, nq*hd+3) // the extra elements must stay untouched
-							got[nq*hd] = 42
-							for i := range scratch {
-								scratch[i] = float32(math.NaN()) // the kernel must not read stale scratch
-							}
-							if f16 {
-								AttendF16(got[:nq*hd], c.q, c.k16, c.v16, c.kv, n, float32(scale), scratch)
-							} else {
-								AttendF32(got[:nq*hd], c.q, c.k32, c.v32, c.kv, n, float32(scale), scratch)
-							}
-							setISA(old)
-							if got[nq*hd] != 42 {
-								t.Errorf("%s: wrote past out", name)
-							}
-							bad := 0
-							for i, w := range want {
-								if d := math.Abs(float64(got[i]) - w); !(d <= tol[i]) {
-									if bad++; bad <= 3 {
-										t.Errorf("%s: out[%d] = %g, want %g (±%.3g)", name, i, got[i], w, tol[i])
-									}
-								}
+					for _, window := range []int{0, 7, 16} {
+						if window > 0 && window >= n {
+							continue
+						}
+						c := c0
+						if window > 0 {
+							c.kv.First = n - window
+							c.kv.Blocks = append([]int32(nil), c0.kv.Blocks...)
+							for i := range c.kv.First / bs {
+								c.kv.Blocks[i] = 1 << 30
 							}
 						}
+						testAttendCase(t, c, hd, nq, n, bs, qs, scale)
+					}
+				}
+			}
+		}
+	}
+}
+
+func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float64) {
+	scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
+	for _, f16 := range []bool{true, false} {
+		want, tol := attendRef(c, f16, n, scale)
+		for _, isa := range availableISAs() {
+			name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/first=%d/bs=%d/qs=%g", isa, f16, hd, nq, n, c.kv.First, bs, qs)
+			old := setISA(isa)
+			got := make([]float32, nq*hd+3) // the extra elements must stay untouched
+			got[nq*hd] = 42
+			for i := range scratch {
+				scratch[i] = float32(math.NaN()) // the kernel must not read stale scratch
+			}
+			if f16 {
+				AttendF16(got[:nq*hd], c.q, c.k16, c.v16, c.kv, n, float32(scale), scratch)
+			} else {
+				AttendF32(got[:nq*hd], c.q, c.k32, c.v32, c.kv, n, float32(scale), scratch)
+			}
+			setISA(old)
+			if got[nq*hd] != 42 {
+				t.Errorf("%s: wrote past out", name)
+			}
+			bad := 0
+			for i, w := range want {
+				if d := math.Abs(float64(got[i]) - w); !(d <= tol[i]) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s: out[%d] = %g, want %g (±%.3g)", name, i, got[i], w, tol[i])
 					}
 				}
 			}
@@ -173,6 +194,22 @@ func TestAttendChecks(t *testing.T) {
 		{"short scratch", func() { AttendF32(out, c.q, c.k32, c.v32, c.kv, 20, 1, scratch[:10]) }},
 		{"short out", func() { AttendF32(out[:4], c.q, c.k32, c.v32, c.kv, 20, 1, scratch) }},
 		{"q not whole rows", func() { AttendF32(out, c.q[:5], c.k32, c.v32, c.kv, 20, 1, scratch) }},
+		{"window past n", func() {
+			kv := c.kv
+			kv.First = 20
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, scratch)
+		}},
+		{"negative first", func() {
+			kv := c.kv
+			kv.First = -1
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, scratch)
+		}},
+		{"block outside the window", func() {
+			kv := c.kv
+			kv.First = 17
+			kv.Blocks = []int32{c.kv.Blocks[0], 1000}
+			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, scratch)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,13 +224,15 @@ func TestAttendChecks(t *testing.T) {
 }
 
 // TestSoftmaxCausal checks the batched prompt softmax against a float64
-// softmax of each row's causal prefix, on every kernel set: the prefix sums
-// to one and matches within the exponential's error (one F16 step when the
-// weights are rounded), the rest of the row is zero, and nothing past the
-// rows is written.
+// softmax of each row's causal prefix (its last window entries with a
+// sliding window), on every kernel set: the visible entries sum to one and
+// match within the exponential's error (one F16 step when the weights are
+// rounded), the rest of the row is zero, and nothing past the rows is
+// written.
 func TestSoftmaxCausal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, cs := range []struct{ group, T, pos0 int }{{1, 1, 0}, {2, 5, 0}, {2, 17, 3}, {4, 9, 40}, {1, 128, 0}} {
+	for _, cs := range []struct{ group, T, pos0, window int }{{1, 1, 0, 0}, {2, 5, 0, 0}, {2, 17, 3, 0}, {4, 9, 40, 0}, {1, 128, 0, 0},
+		{1, 1, 0, 8}, {2, 5, 0, 3}, {2, 17, 3, 8}, {4, 9, 40, 8}, {1, 128, 0, 37}, {2, 20, 5, 1}} {
 		rows, n := cs.group*cs.T, cs.pos0+cs.T
 		src := make([]float32, rows*n)
 		for i := range src {
@@ -202,29 +241,33 @@ func TestSoftmaxCausal(t *testing.T) {
 		const scale = 0.125
 		for _, round := range []bool{false, true} {
 			for _, isa := range availableISAs() {
-				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d", isa, round, cs.group, cs.T, cs.pos0)
+				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d/window=%d", isa, round, cs.group, cs.T, cs.pos0, cs.window)
 				got := append(append([]float32(nil), src...), 42)
 				old := setISA(isa)
-				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, scale, round)
+				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, cs.window, scale, round)
 				setISA(old)
 				if got[rows*n] != 42 {
 					t.Errorf("%s: wrote past the rows", name)
 				}
 				for r := range rows {
 					l := cs.pos0 + r%cs.T + 1
+					f := 0 // first visible column
+					if cs.window > 0 {
+						f = max(0, l-cs.window)
+					}
 					mx := math.Inf(-1)
-					for _, x := range src[r*n : r*n+l] {
+					for _, x := range src[r*n+f : r*n+l] {
 						mx = max(mx, float64(x)*scale)
 					}
 					var sum, gsum float64
-					for _, x := range src[r*n : r*n+l] {
+					for _, x := range src[r*n+f : r*n+l] {
 						sum += math.Exp(float64(x)*scale - mx)
 					}
 					for p := range n {
 						g := float64(got[r*n+p])
-						if p >= l {
+						if p >= l || p < f {
 							if g != 0 {
-								t.Fatalf("%s: row %d position %d past the prefix = %g, want 0", name, r, p, g)
+								t.Fatalf("%s: row %d position %d outside the visible %d..%d = %g, want 0", name, r, p, f, l-1, g)
 							}
 							continue
 						}

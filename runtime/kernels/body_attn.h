@@ -5,7 +5,8 @@
 // watt_*SFX entry points kernels.h declares, everything else static.
 //
 // One call serves the nq query vectors of one KV head (a GQA group) at one
-// position: the scores q·K[p] read K in place (F16 converted in registers),
+// position, over the cached positions lo..n-1 (lo > 0: a sliding window;
+// rows below lo are never read): the scores q·K[p] read K in place (F16 converted in registers),
 // the softmax repeats ggml's order (scale, max, exp(x-max), float64 sum,
 // multiply by float32(1/sum), F16 rounding for an F16 cache), and the
 // output sum_p w[p]*V[p] reads V in place. Position p's row starts at
@@ -150,12 +151,12 @@ static AI void AF(apf)(const void *kv, const int32_t *blocks, long b, long bs, l
 	for (long o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
 }
 
-// ascoresv: s[p] = q · K[p] for one query, VW rows at a time (one
-// accumulator per row, reduced together by ared). Needs hv >= VW.
+// ascoresv: s[p-lo] = q · K[p] for one query and lo <= p < n, VW rows at a
+// time (one accumulator per row, reduced together by ared). Needs hv >= VW.
 static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
-			    long off, int hd, int hv, int n, const int WH) {
-	long next = 1; // the next block to prefetch: the one after those this group of rows reads
-	for (int p0 = 0; p0 < n; p0 += VW) {
+			    long off, int hd, int hv, int lo, int n, const int WH) {
+	long next = lo / bs + 1; // the next block to prefetch: the one after those this group of rows reads
+	for (int p0 = lo; p0 < n; p0 += VW) {
 		const int cnt = n - p0 < VW ? n - p0 : VW;
 		for (; next <= (p0 + cnt - 1) / bs + 1; next++) AF(apf)(k, blocks, next, bs, stride, off, hd, n, WH);
 		long ro[VW];
@@ -180,19 +181,22 @@ static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32
 		for (int r = 0; r < cnt; r++) {
 			float x = sv[r];
 			for (int c = hv; c < hd; c++) x += AF(aat)(k, ro[r] + c, WH) * q[c];
-			s[p0 + r] = x;
+			s[p0 - lo + r] = x;
 		}
 	}
 }
 
-// ascores: s[j*n + p] = q_j · K[p] for the NQ queries q + j*hd (the K row
-// is loaded once for all of them). hv = hd rounded down to VW.
+// ascores: s[j*m + p-lo] = q_j · K[p] (m = n-lo, lo <= p < n) for the NQ
+// queries q + j*hd (the K row is loaded once for all of them). hv = hd
+// rounded down to VW.
 static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
-			   long off, int hd, int hv, int n, const int NQ, const int WH) {
-	for (int p0 = 0; p0 < n; p0 += bs) {
-		const long base = (long)blocks[p0 / bs] * stride + off;
-		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
-		AF(apf)(k, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+			   long off, int hd, int hv, int lo, int n, const int NQ, const int WH) {
+	const long m = n - lo;
+	long blk = lo / bs, slot = lo % bs; // one division; then whole blocks
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+		const long base = (long)blocks[blk] * stride + off + slot * hd;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
+		AF(apf)(k, blocks, blk + 1, bs, stride, off, hd, n, WH);
 		for (int r = 0; r < cnt; r++) {
 			const long ro = base + (long)r * hd;
 			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
@@ -205,27 +209,30 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 			for (int j = 0; j < NQ; j++) {
 				float x = AF(ahsum)(a[j]);
 				for (int c = hv; c < hd; c++) x += AF(aat)(k, ro + c, WH) * q[j * hd + c];
-				s[(long)j * n + p0 + r] = x;
+				s[(long)j * m + p0 - lo + r] = x;
 			}
 		}
 	}
 }
 
-// aout: out[j*hd + c .. + NC*VW) = sum_p w[j*n + p] * V[p][c ..] for the NQ
-// queries, NC vectors of columns from c. Small tiles take rows in pairs
-// into two sets of accumulators (more independent FMA chains).
+// aout: out[j*hd + c .. + NC*VW) = sum_p w[j*m + p-lo] * V[p][c ..] (m =
+// n-lo, lo <= p < n) for the NQ queries, NC vectors of columns from c.
+// Small tiles take rows in pairs into two sets of accumulators (more
+// independent FMA chains).
 static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
-			long off, int hd, int c, int n, const int NQ, const int NC, const int WH) {
+			long off, int hd, int c, int lo, int n, const int NQ, const int NC, const int WH) {
+	const long m = n - lo;
 	AF(avf) a[4][4], b[4][4];
 #pragma GCC unroll 4
 	for (int j = 0; j < NQ; j++)
 #pragma GCC unroll 4
 		for (int i = 0; i < NC; i++) a[j][i] = b[j][i] = (AF(avf)){0};
-	for (int p0 = 0; p0 < n; p0 += bs) {
-		const long base = (long)blocks[p0 / bs] * stride + off + c;
-		const int cnt = n - p0 < bs ? n - p0 : (int)bs;
-		const float *wp = w + p0;
-		if (c == 0) AF(apf)(v, blocks, p0 / bs + 1, bs, stride, off, hd, n, WH);
+	long blk = lo / bs, slot = lo % bs; // one division; then whole blocks
+	for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+		const long base = (long)blocks[blk] * stride + off + slot * hd + c;
+		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
+		const float *wp = w + (p0 - lo);
+		if (c == 0) AF(apf)(v, blocks, blk + 1, bs, stride, off, hd, n, WH);
 		int r = 0;
 		if (NQ * NC <= 8) {
 			for (; r + 2 <= cnt; r += 2) {
@@ -238,7 +245,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 				}
 #pragma GCC unroll 4
 				for (int j = 0; j < NQ; j++) {
-					const float x0 = wp[(long)j * n + r], x1 = wp[(long)j * n + r + 1];
+					const float x0 = wp[(long)j * m + r], x1 = wp[(long)j * m + r + 1];
 #pragma GCC unroll 4
 					for (int i = 0; i < NC; i++) {
 						a[j][i] += v0[i] * x0;
@@ -254,7 +261,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 			for (int i = 0; i < NC; i++) vv[i] = AF(akv)(v, ro + i * VW, WH);
 #pragma GCC unroll 4
 			for (int j = 0; j < NQ; j++) {
-				const float x = wp[(long)j * n + r];
+				const float x = wp[(long)j * m + r];
 #pragma GCC unroll 4
 				for (int i = 0; i < NC; i++) a[j][i] += vv[i] * x;
 			}
@@ -318,24 +325,28 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 }
 
 // softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
-// (head, token) with T tokens from position pos0: row r attends to
-// positions 0..pos0 + r%T, softmaxed as asoftmax does; the rest is zeroed.
-void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, float scale, int wh) {
+// (head, token) with T tokens from column pos0: row r attends to columns
+// lo..c, c = pos0 + r%T, lo = c-window+1 (window > 0) or 0, softmaxed as
+// asoftmax does; the rest is zeroed.
+void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, int wh) {
 	for (int r = 0; r < rows; r++) {
 		float *row = sc + (long)r * n;
 		int len = pos0 + r % T + 1;
 		if (len > n) len = n;
+		int lo = window > 0 && len > window ? len - window : 0;
+		memset(row, 0, (size_t)lo * 4);
 		if (wh)
-			AF(asoftmax)(row, len, scale, 1);
+			AF(asoftmax)(row + lo, len - lo, scale, 1);
 		else
-			AF(asoftmax)(row, len, scale, 0);
+			AF(asoftmax)(row + lo, len - lo, scale, 0);
 		memset(row + len, 0, (size_t)(n - len) * 4);
 	}
 }
 
 static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			    long bs, long stride, long off, int hd, int n, float scale, float *scratch, const int WH) {
+			    long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch, const int WH) {
 	float *qs = scratch, *sc = scratch + (long)nq * hd;
+	const long np = n - lo; // positions read: lo..n-1
 	if (WH) {
 		AF(around)(qs, q, (long)nq * hd);
 		q = qs;
@@ -343,37 +354,38 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 	const int hv = hd - hd % VW;
 	int j = 0;
 	if (hv > 0) {
-		for (; j < nq; j++) AF(ascoresv)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, WH);
+		for (; j < nq; j++) AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, WH);
 	}
-	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 4, WH);
-	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 2, WH);
-	for (; j < nq; j++) AF(ascores)(sc + (long)j * n, q + j * hd, k, blocks, bs, stride, off, hd, hv, n, 1, WH);
-	for (j = 0; j < nq; j++) AF(asoftmax)(sc + (long)j * n, n, scale, WH);
+	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
+	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
+	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
+	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, WH);
 	// Output tiles: 4 queries x 2 column vectors, or fewer queries x 4.
 	for (j = 0; j < nq;) {
 		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
 		float *o = out + (long)j * hd;
-		const float *w = sc + (long)j * n;
+		const float *w = sc + j * np;
 		int c = 0;
 		if (m == 4) {
-			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 4, 2, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 4, 1, WH);
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 1, WH);
 		} else if (m == 2) {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 2, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 2, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 1, WH);
 		} else {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 1, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, n, 1, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 1, WH);
 		}
 		// Columns past the last full vector, one at a time.
 		for (; c < hd; c++) {
 			for (int i = 0; i < m; i++) {
 				float x = 0;
-				for (int p0 = 0; p0 < n; p0 += bs) {
-					const long base = (long)blocks[p0 / bs] * stride + off + c;
-					const int cnt = n - p0 < bs ? n - p0 : (int)bs;
+				long blk = lo / bs, slot = lo % bs;
+				for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+					const long base = (long)blocks[blk] * stride + off + slot * hd + c;
+					cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
 					for (int r = 0; r < cnt; r++)
-						x += w[(long)i * n + p0 + r] * AF(aat)(v, base + (long)r * hd, WH);
+						x += w[i * np + p0 - lo + r] * AF(aat)(v, base + (long)r * hd, WH);
 				}
 				o[i * hd + c] = x;
 			}
@@ -383,13 +395,13 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 }
 
 void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
-	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 1);
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, 1);
 }
 
 void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			 long bs, long stride, long off, int hd, int n, float scale, float *scratch) {
-	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, n, scale, scratch, 0);
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, 0);
 }
 
 #undef WCAT_

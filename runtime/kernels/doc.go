@@ -182,8 +182,10 @@
 // heads of one KV group straight from a paged KV cache (PagedKV: the block
 // table and strides), converting F16 rows in registers: scores, ggml's
 // softmax (max, exp, float64 sum, F16 rounding of the weights for an F16
-// cache) and the weighted sum of V. The CPU backend uses them for decode
-// and short chunks; SoftmaxCausal serves long chunks between two MatMuls.
+// cache) and the weighted sum of V, over positions PagedKV.First..n-1 (a
+// sliding window skips the keys it hides). The CPU backend uses them for
+// decode and short chunks; SoftmaxCausal (causal, optionally windowed)
+// serves long chunks between two MatMuls.
 //
 // # Vector helpers (vec.go)
 //

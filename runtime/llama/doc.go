@@ -1,4 +1,5 @@
-// Package llama holds Llama-family models (architectures llama and qwen2):
+// Package llama holds Llama-family models (architectures llama, qwen2,
+// qwen3 and gemma3):
 // hyper-parameters, loading from GGUF, and generated random-weight models.
 // It runs nothing: the CPU backend is runtime/cpu, the GPU one cuda, and
 // both read the Model defined here.
@@ -11,8 +12,23 @@
 // with errors wrapping ErrUnsupported; every tensor's shape is checked. Llama
 // 2/3.x, TinyLlama, SmolLM2 and Mistral load as "llama" (GQA, tied or
 // separate output, llama3 rope frequency scaling from rope_freqs.weight or
-// the rope.scaling.* keys); Qwen2 adds QKV biases and the NEOX rotation.
-// The Model is valid while the GGUF file it came from stays open.
+// the rope.scaling.* keys); Qwen2 adds QKV biases and the NEOX rotation;
+// Qwen3 drops the biases and adds per-head RMS norms of q and k before the
+// rotation, with a head dimension of its own (attention.key_length, so
+// n_head x head_dim need not be n_embd). Gemma 3 adds to those norms an
+// input embedding scaled by sqrt(n_embd), post-attention and post-FFN
+// norms, a GELU(tanh) FFN, q scaled by 1/sqrt(key_length)
+// (1/sqrt(n_embd/n_head) for the 62-layer model, as llama.cpp), tied
+// output, and sliding-window attention on the layers of
+// attention.sliding_window_pattern (llama.cpp's default: five of every
+// six), which use rope.freq_base_swa (default 10000).
+//
+// What an architecture changes is recorded in the Model, not left to the
+// backends: HParams holds the model-wide properties (rotation, embedding
+// and attention scales, activation, logit softcapping) and each Layer its
+// optional norms, sliding window and rotary base. A backend reads these
+// fields and never tests HParams.Arch; one that lacks a feature refuses
+// the model, naming it. The Model is valid while the GGUF file it came from stays open.
 //
 // # Generated models
 //

@@ -23,19 +23,45 @@ var supportedTypes = map[gguf.Type]bool{
 	gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true, gguf.TypeMXFP4: true,
 }
 
-// ReadHParams reads the hyper-parameters of a llama or qwen2 GGUF.
+// archSpec is what an architecture adds to the llama block; ReadHParams
+// and FromGGUF turn it into HParams and Layer fields.
+type archSpec struct {
+	neox      bool    // NEOX rotation
+	eps       float32 // RMS norm epsilon when the key is absent
+	biases    bool    // QKV biases required (qwen2)
+	qkNorm    bool    // per-head q/k RMS norms required (qwen3, gemma3)
+	postNorms bool    // post-attention and post-FFN norms required (gemma3)
+	// gemma: the embedding scaled by sqrt(n_embd), q (not the scores)
+	// scaled, GELU(tanh), optional final logit softcapping.
+	gemma bool
+	// swaPattern, when not 0, is the default period of sliding layers
+	// (attention.sliding_window_pattern absent): layer i slides unless
+	// i%swaPattern == swaPattern-1 (llama.cpp's gemma3: 6). 0: the
+	// architecture has no sliding windows.
+	swaPattern int
+}
+
+var archs = map[string]archSpec{
+	"llama":  {eps: 1e-5},
+	"qwen2":  {neox: true, eps: 1e-6, biases: true},
+	"qwen3":  {neox: true, eps: 1e-6, qkNorm: true},
+	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, gemma: true, swaPattern: 6},
+}
+
+// ReadHParams reads the hyper-parameters of a llama, qwen2, qwen3 or gemma3
+// GGUF.
 func ReadHParams(f *gguf.File) (HParams, error) {
 	var hp HParams
 	arch := f.Arch()
-	switch arch {
-	case "llama", "qwen2":
-	case "":
+	spec, ok := archs[arch]
+	switch {
+	case arch == "":
 		return hp, fmt.Errorf("%w: general.architecture is missing", ErrUnsupported)
-	default:
-		return hp, fmt.Errorf("%w: architecture %q (weft runs llama and qwen2)", ErrUnsupported, arch)
+	case !ok:
+		return hp, fmt.Errorf("%w: architecture %q (weft runs llama, qwen2, qwen3 and gemma3)", ErrUnsupported, arch)
 	}
 	hp.Arch = arch
-	hp.RopeNeox = arch == "qwen2"
+	hp.RopeNeox = spec.neox
 	req := func(key string) (int, error) {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {
@@ -71,17 +97,20 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 			return hp, err
 		}
 	}
-	if hp.Dim%hp.Heads != 0 {
-		return hp, fmt.Errorf("llama: embedding_length %d not divisible by head_count %d", hp.Dim, hp.Heads)
-	}
-	hp.HeadDim = hp.Dim / hp.Heads
 	if _, ok := f.Get(arch + ".attention.key_length"); ok {
+		// The head dimension is its own key (qwen3, gemma3): n_head x
+		// head_dim need not be n_embd.
 		if hp.HeadDim, err = req("attention.key_length"); err != nil {
 			return hp, err
 		}
 		if vl, ok := f.Uint(arch + ".attention.value_length"); ok && int(vl) != hp.HeadDim {
 			return hp, fmt.Errorf("%w: key_length %d != value_length %d", ErrUnsupported, hp.HeadDim, vl)
 		}
+	} else {
+		if hp.Dim%hp.Heads != 0 {
+			return hp, fmt.Errorf("llama: embedding_length %d not divisible by head_count %d", hp.Dim, hp.Heads)
+		}
+		hp.HeadDim = hp.Dim / hp.Heads
 	}
 	if hp.Heads%hp.KVHeads != 0 {
 		return hp, fmt.Errorf("llama: head_count %d not a multiple of head_count_kv %d", hp.Heads, hp.KVHeads)
@@ -92,14 +121,30 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	if rd, ok := f.Uint(arch + ".rope.dimension_count"); ok && int(rd) != hp.HeadDim {
 		return hp, fmt.Errorf("%w: partial rotary embedding (rope.dimension_count %d, head dim %d)", ErrUnsupported, rd, hp.HeadDim)
 	}
+	// The softmax scale as llama.cpp computes it: 1.0f/sqrtf(head_dim).
+	hp.AttnScale = 1 / float32(math.Sqrt(float64(hp.HeadDim)))
+	if spec.gemma {
+		// Gemma scales q instead, by 1/sqrt(key_length), except the
+		// 62-layer model (Gemma 3 27B), which uses 1/sqrt(n_embd/n_head).
+		hp.QScale = hp.AttnScale
+		if hp.Layers == 62 {
+			hp.QScale = 1 / float32(math.Sqrt(float64(hp.Dim/hp.Heads)))
+		}
+		hp.AttnScale = 1
+		hp.EmbedScale = float32(math.Sqrt(float64(hp.Dim)))
+		hp.Act = ActGELUTanh
+		if v, ok := f.Float(arch + ".final_logit_softcapping"); ok {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return hp, fmt.Errorf("llama: GGUF key %s.final_logit_softcapping = %g out of range", arch, v)
+			}
+			hp.FinalSoftcap = float32(v)
+		}
+	}
 	hp.RopeBase = 10000
 	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
 		hp.RopeBase = float32(v)
 	}
-	hp.NormEps = 1e-5
-	if arch == "qwen2" {
-		hp.NormEps = 1e-6
-	}
+	hp.NormEps = spec.eps
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		hp.NormEps = float32(v)
 	}
@@ -144,6 +189,11 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 // against the hyper-parameters.
 func FromGGUF(f *gguf.File) (*Model, error) {
 	hp, err := ReadHParams(f)
+	if err != nil {
+		return nil, err
+	}
+	spec := archs[hp.Arch]
+	windows, bases, err := layerAttention(f, hp)
 	if err != nil {
 		return nil, err
 	}
@@ -226,16 +276,37 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 		if l.FFNNorm, err = vector(p+"ffn_norm.weight", hp.Dim, false); err != nil {
 			return nil, err
 		}
-		opt := hp.Arch != "qwen2"
-		if l.Bq, err = vector(p+"attn_q.bias", qDim, opt); err != nil {
-			return nil, err
+		// Biases are optional everywhere (llama.cpp loads them when
+		// present) and required in qwen2; the norms only exist in the
+		// architectures that use them (elsewhere they stay unused, and an
+		// unused tensor is refused below).
+		vecs := []struct {
+			dst  *[]float32
+			name string
+			n    int
+			load bool
+			req  bool
+		}{
+			{&l.Bq, "attn_q.bias", qDim, true, spec.biases},
+			{&l.Bk, "attn_k.bias", kvDim, true, spec.biases},
+			{&l.Bv, "attn_v.bias", kvDim, true, spec.biases},
+			{&l.QNorm, "attn_q_norm.weight", hp.HeadDim, spec.qkNorm, true},
+			{&l.KNorm, "attn_k_norm.weight", hp.HeadDim, spec.qkNorm, true},
+			{&l.PostAttnNorm, "post_attention_norm.weight", hp.Dim, spec.postNorms, true},
+			{&l.PostFFNNorm, "post_ffw_norm.weight", hp.Dim, spec.postNorms, true},
 		}
-		if l.Bk, err = vector(p+"attn_k.bias", kvDim, opt); err != nil {
-			return nil, err
+		for _, v := range vecs {
+			if !v.load {
+				continue
+			}
+			if *v.dst, err = vector(p+v.name, v.n, !v.req); err != nil {
+				return nil, err
+			}
 		}
-		if l.Bv, err = vector(p+"attn_v.bias", kvDim, opt); err != nil {
-			return nil, err
+		if (l.Bq == nil) != (l.Bk == nil) || (l.Bq == nil) != (l.Bv == nil) {
+			return nil, fmt.Errorf("%w: layer %d has some of the q, k, v biases but not all three", ErrUnsupported, i)
 		}
+		l.Window, l.RopeBase = windows[i], bases[i]
 	}
 	if m.RopeFreqs, err = vector("rope_freqs.weight", hp.HeadDim/2, true); err != nil {
 		return nil, err
@@ -249,6 +320,68 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// layerAttention returns each layer's sliding window (0: full attention)
+// and rotary base. In an architecture with sliding windows (gemma3) and a
+// positive attention.sliding_window, the layers that
+// attention.sliding_window_pattern marks (an array of booleans, one per
+// layer, or a period n: layer i slides unless i%n == n-1, and every layer
+// slides for n = 0) or, without that key, the architecture's default
+// period slide; they use rope.freq_base_swa (default 10000).
+func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, err error) {
+	windows, bases = make([]int, hp.Layers), make([]float32, hp.Layers)
+	for i := range bases {
+		bases[i] = hp.RopeBase
+	}
+	spec := archs[hp.Arch]
+	if spec.swaPattern == 0 {
+		return windows, bases, nil
+	}
+	key := hp.Arch + ".attention.sliding_window"
+	w, ok := f.Uint(key)
+	if _, present := f.Get(key); present && !ok {
+		return nil, nil, fmt.Errorf("llama: GGUF key %s is not an unsigned integer", key)
+	}
+	if !ok || w == 0 {
+		return windows, bases, nil
+	}
+	if w > 1<<30 {
+		return nil, nil, fmt.Errorf("llama: GGUF key %s = %d out of range", key, w)
+	}
+	sliding := make([]bool, hp.Layers)
+	pkey := hp.Arch + ".attention.sliding_window_pattern"
+	v, present := f.Get(pkey)
+	switch pat := v.(type) {
+	case []bool:
+		if len(pat) != hp.Layers {
+			return nil, nil, fmt.Errorf("llama: GGUF key %s has %d entries for %d layers", pkey, len(pat), hp.Layers)
+		}
+		copy(sliding, pat)
+	default:
+		n := uint64(spec.swaPattern)
+		if present {
+			if n, ok = f.Uint(pkey); !ok {
+				return nil, nil, fmt.Errorf("llama: GGUF key %s is neither a period nor one boolean per layer", pkey)
+			}
+		}
+		for i := range sliding {
+			sliding[i] = n == 0 || uint64(i)%n < n-1
+		}
+	}
+	base := float32(10000)
+	if b, ok := f.Float(hp.Arch + ".rope.freq_base_swa"); ok {
+		base = float32(b)
+	}
+	if !(base > 0) || math.IsInf(float64(base), 0) {
+		return nil, nil, fmt.Errorf("llama: GGUF key %s.rope.freq_base_swa = %g out of range", hp.Arch, base)
+	}
+	for i, s := range sliding {
+		if s {
+			windows[i], bases[i] = int(w), base
+		}
+	}
+	return windows, bases, nil
 }
 
 // floatVector converts a 1-D F32/F16 tensor to []float32.
