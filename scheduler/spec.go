@@ -27,6 +27,14 @@ import (
 // only blocks whose positions are all below computed, so the prefix cache
 // never holds unverified K/V.
 //
+// Exactness: each emitted token is what decoding alone would emit from the
+// same logits (greedy: the same token; sampled: the same seeded draw). A
+// drafted row changes the step's shape, as continuous batching does; with
+// kernels whose results depend on the token count (the default CPU
+// products), a position's logits may differ in the last bits from a
+// one-token step's, and a near-tie may then go the other way. With
+// batch-invariant products (--batch-invariant) the tokens are identical.
+//
 // When: drafts are planned last (plan step 4), only for sequences that are
 // decoding, from the budget and blocks left over (beyond the watermark;
 // drafts never preempt), only while the step holds at most
