@@ -58,6 +58,9 @@ type serveConfig struct {
 	TLSKey         string        // PEM key
 	LogLevel       string        // debug, info, warn, error
 	BatchInvariant bool          // batch-invariant CPU kernels (startBatchInvariant); CUDA is refused
+	// Spec is speculative decoding (--spec and --spec-*); the scheduler
+	// checks it, and refuses it on a backend that does not verify drafts.
+	Spec scheduler.SpecConfig
 }
 
 func (c *serveConfig) validate() error {
@@ -156,6 +159,13 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.BatchSize, "batch-size", 0, "group size for --batching static (0: max-seqs)")
 	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0,
 		fmt.Sprintf("most tokens fed in one step (0: scheduler default, %d or max-seqs if larger)", scheduler.DefaultMaxBatchTokens))
+	fs.StringVar(&c.Spec.Source, "spec", scheduler.SpecOff,
+		"speculative decoding's draft source: off, or ngram (prompt lookup: continue an earlier occurrence of the last tokens; CPU backend, continuous batching)")
+	fs.IntVar(&c.Spec.MaxDraft, "spec-max-draft", 0, fmt.Sprintf("most tokens drafted per sequence and step; each sequence adapts below it (0: %d)", scheduler.DefaultSpecMaxDraft))
+	fs.IntVar(&c.Spec.NgramMax, "spec-ngram-max", 0, fmt.Sprintf("longest n-gram --spec ngram matches (0: %d)", scheduler.DefaultSpecNgramMax))
+	fs.IntVar(&c.Spec.NgramMin, "spec-ngram-min", 0, "shortest n-gram --spec ngram matches (0: 1)")
+	fs.IntVar(&c.Spec.MaxStepTokens, "spec-max-step-tokens", 0,
+		fmt.Sprintf("speculate only in steps of at most this many tokens, drafts included: above it the step is compute-bound and drafts cost real time; measure the crossover on the machine (weft bench with and without --spec) (0: %d)", scheduler.DefaultSpecMaxStepTokens))
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, fmt.Sprintf("most requests waiting for admission (0: scheduler default, %d)", scheduler.DefaultMaxWaiting))
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
@@ -333,6 +343,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		IsEOG:          m.Tok.IsEOG,
 		VocabSize:      m.HP.VocabSize,
 		Capacity:       capacity,
+		Spec:           c.Spec,
 	}, runtime.NewEngine(b, m.HP.VocabSize))
 	if err != nil {
 		return err

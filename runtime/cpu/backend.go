@@ -127,6 +127,11 @@ func (b *Backend) Name() string {
 	return fmt.Sprintf("cpu (kv %s, %d threads)", b.cfg.KVType, b.cfg.Threads)
 }
 
+// DraftLogits reports that Forward honours SeqStep.Draft.
+func (b *Backend) DraftLogits() bool { return true }
+
+var _ batch.DraftLogits = (*Backend)(nil)
+
 // Close drops the KV pool.
 func (b *Backend) Close() error {
 	b.k16, b.v16, b.k32, b.v32 = nil, nil, nil, nil
@@ -166,8 +171,11 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 				return 0, fmt.Errorf("%w: sequence %d: token %d out of range [0, %d)", ErrBadStep, s.Seq, t, b.m.HP.VocabSize)
 			}
 		}
-		if logits[i] != nil && len(logits[i]) != b.m.HP.VocabSize {
-			return 0, fmt.Errorf("%w: sequence %d: logits slot has %d entries, want %d", ErrBadStep, s.Seq, len(logits[i]), b.m.HP.VocabSize)
+		if s.Draft < 0 || s.Draft >= len(s.Tokens) || (s.Draft > 0 && !s.Logits) {
+			return 0, fmt.Errorf("%w: sequence %d: %d drafts among %d tokens (Logits %v)", ErrBadStep, s.Seq, s.Draft, len(s.Tokens), s.Logits)
+		}
+		if logits[i] != nil && len(logits[i]) != (s.Draft+1)*b.m.HP.VocabSize {
+			return 0, fmt.Errorf("%w: sequence %d: logits slot has %d entries, want %d", ErrBadStep, s.Seq, len(logits[i]), (s.Draft+1)*b.m.HP.VocabSize)
 		}
 		total += len(s.Tokens)
 	}
@@ -206,10 +214,10 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 		return err
 	}
 	hp := &b.m.HP // a pointer: closures capture it without moving the (large) struct to the heap
-	nLogits := 0
-	for i := range seqs {
+	nLogits := 0  // output rows: Draft+1 per sequence with a logits slot
+	for i, sq := range seqs {
 		if logits[i] != nil {
-			nLogits++
+			nLogits += sq.Draft + 1
 		}
 	}
 	b.grow(total, nLogits)
@@ -331,14 +339,16 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	if nLogits == 0 {
 		return nil
 	}
-	// Output norm and projection for the last token of each sequence that
-	// wants logits.
+	// Output norm and projection, one product over every wanted row: the
+	// last Draft+1 tokens of each sequence that wants logits.
 	t, r := 0, 0
 	for i, sq := range seqs {
 		t += len(sq.Tokens)
 		if logits[i] != nil {
-			rmsNorm(s.lastX[r*D:(r+1)*D], x[(t-1)*D:t*D], b.m.OutNorm, hp.NormEps)
-			r++
+			for j := t - 1 - sq.Draft; j < t; j++ {
+				rmsNorm(s.lastX[r*D:(r+1)*D], x[j*D:(j+1)*D], b.m.OutNorm, hp.NormEps)
+				r++
+			}
 		}
 	}
 	V := hp.VocabSize
@@ -349,10 +359,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 		softcap(s.lastOut[:nLogits*V], hp.FinalSoftcap)
 	}
 	r = 0
-	for i := range seqs {
+	for i, sq := range seqs {
 		if logits[i] != nil {
-			copy(logits[i], s.lastOut[r*V:(r+1)*V])
-			r++
+			n := (sq.Draft + 1) * V
+			copy(logits[i], s.lastOut[r*V:r*V+n])
+			r += sq.Draft + 1
 		}
 	}
 	return nil

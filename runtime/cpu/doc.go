@@ -37,7 +37,10 @@
 // product treats its rows alike, so a token's output is the same bits
 // however the step's tokens are grouped.
 // Logits are computed only for the last token of sequences whose logits
-// slot is non-nil (SeqStep.Logits). The backend never samples: that is
+// slot is non-nil (SeqStep.Logits), or for their last Draft+1 tokens when
+// the row carries drafts to verify (SeqStep.Draft, speculative decoding:
+// the backend reports DraftLogits); every wanted row of the step goes
+// through one output-matrix product. The backend never samples: that is
 // runtime.Engine's job. A kernel that fails (kernels.ErrKernel: its scratch
 // could not be allocated) makes Forward return the error, wrapped with the
 // layer and product: every product covers all the step's sequences, so the
