@@ -53,7 +53,10 @@ const (
 	FinishReason_FINISH_REASON_CANCELLED FinishReason = 4
 	// Generation failed; error_message says why.
 	FinishReason_FINISH_REASON_ERROR FinishReason = 5
-	// The request waited in the queue longer than the server allows.
+	// Not sent by this server: a request that is not admitted within the
+	// server's queue timeout is refused like a full queue (RESOURCE_EXHAUSTED
+	// with ErrorInfo reason QUEUE_FULL and a RetryInfo; in Chat, a TurnError).
+	// Kept so that clients built against it still decode.
 	FinishReason_FINISH_REASON_TIMEOUT FinishReason = 6
 )
 
