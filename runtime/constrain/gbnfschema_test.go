@@ -24,7 +24,7 @@ func TestGBNFSchemas(t *testing.T) {
 		{`<call>a {"city":"Paris"}</call>`, true},
 		{`<call>a {"city":"Paris","days":3}</call>`, true},
 		{`<call>b {"on":true}</call>`, true},
-		{`<call>a {"days":3}</call>`, false},               // city is required
+		{`<call>a {"days":3}</call>`, false},                // city is required
 		{`<call>a {"city":"Paris","days":9}</call>`, false}, // days over its maximum
 		{`<call>a {"city":1}</call>`, false},
 		{`<call>b {"on":true,"x":1}</call>`, false},
