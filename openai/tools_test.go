@@ -1,0 +1,287 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/weft-inference/weft/internal/frontdoor"
+	"github.com/weft-inference/weft/internal/shareddata"
+	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/toolcall"
+)
+
+// weatherSchema is the test tool's parameters: bounded so that a call on
+// stories260K ends within the test's max_tokens.
+const weatherSchema = `{"type":"object","properties":{"city":{"type":"string","maxLength":12},` +
+	`"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}`
+
+const clockSchema = `{"type":"object","properties":{"zone":{"enum":["utc","local"]}},"required":["zone"]}`
+
+// newToolFixture serves stories260K with Qwen3's chat template, which
+// renders tools itself and is detected as the hermes format. stories260K's
+// vocabulary has none of Qwen's special tokens: the markers (<tool_call>,
+// <|im_start|>) are plain text, which the hermes parser reads alike.
+func newToolFixture(t *testing.T) *fixture {
+	t.Helper()
+	src, err := os.ReadFile(shareddata.Path(t, "templates/Qwen-Qwen3-0.6B.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.New(string(src), "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, false, func(d *frontdoor.Config, _ *Config) { d.Chat = tmpl })
+	if got := f.h.door.Tools(); got != (frontdoor.Tools{Format: toolcall.FormatHermes, Native: true}) {
+		t.Fatalf("Door.Tools() = %+v, want hermes, native", got)
+	}
+	return f
+}
+
+func schemaParam(t *testing.T, s string) shared.FunctionParameters {
+	t.Helper()
+	var m shared.FunctionParameters
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func testTools(t *testing.T) []oai.ChatCompletionToolUnionParam {
+	return []oai.ChatCompletionToolUnionParam{
+		oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather",
+			Description: oai.String("The weather in a city."), Parameters: schemaParam(t, weatherSchema)}),
+		oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_time",
+			Parameters: schemaParam(t, clockSchema)}),
+	}
+}
+
+func compileSchema(t *testing.T, s string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("s.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// checkCall checks that a call names one of the tools and that its
+// arguments parse and validate against the tool's schema.
+func checkCall(t *testing.T, schemas map[string]*jsonschema.Schema, name, args string) {
+	t.Helper()
+	sch, ok := schemas[name]
+	if !ok {
+		t.Fatalf("call of unknown tool %q", name)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(args))
+	if err != nil {
+		t.Fatalf("%s arguments %q do not parse: %v", name, args, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Fatalf("%s arguments %s do not validate: %v", name, args, err)
+	}
+}
+
+// TestToolChoiceEnforced: with tool_choice required (one call) or a named
+// tool, every reply of stories260K at temperature 1 over 20 seeds is tool
+// calls whose arguments validate against their tool's schema, with
+// finish_reason tool_calls; the streamed deltas, accumulated by the SDK's
+// ChatCompletionAccumulator, rebuild the same calls.
+func TestToolChoiceEnforced(t *testing.T) {
+	f := newToolFixture(t)
+	schemas := map[string]*jsonschema.Schema{"get_weather": compileSchema(t, weatherSchema), "get_time": compileSchema(t, clockSchema)}
+	for _, tc := range []struct {
+		name   string
+		choice oai.ChatCompletionToolChoiceOptionUnionParam
+		want   string // the only tool allowed, or "" for any
+	}{
+		{"required", oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("required")}, ""},
+		{"named", oai.ToolChoiceOptionFunctionToolChoice(oai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}), "get_weather"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range int64(20) {
+				params := oai.ChatCompletionNewParams{
+					Model:               oai.ChatModel(f.model),
+					Messages:            []oai.ChatCompletionMessageParamUnion{oai.UserMessage("What is the weather in Paris?")},
+					Tools:               testTools(t),
+					ToolChoice:          tc.choice,
+					ParallelToolCalls:   oai.Bool(false),
+					MaxCompletionTokens: oai.Int(400),
+					Temperature:         oai.Float(1),
+					Seed:                oai.Int(seed),
+				}
+				got, err := f.client.Chat.Completions.New(t.Context(), params)
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				c := got.Choices[0]
+				if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 {
+					t.Fatalf("seed %d: finish_reason %q, %d calls, content %q; want tool_calls, 1 call", seed, c.FinishReason, len(c.Message.ToolCalls), c.Message.Content)
+				}
+				call := c.Message.ToolCalls[0]
+				if tc.want != "" && call.Function.Name != tc.want {
+					t.Fatalf("seed %d: called %q, want %q", seed, call.Function.Name, tc.want)
+				}
+				if call.Type != "function" || !strings.HasPrefix(call.ID, "call_") {
+					t.Errorf("seed %d: call type %q id %q", seed, call.Type, call.ID)
+				}
+				checkCall(t, schemas, call.Function.Name, call.Function.Arguments)
+				if c.Message.Content != "" {
+					t.Errorf("seed %d: content %q beside the call", seed, c.Message.Content)
+				}
+
+				s := f.client.Chat.Completions.NewStreaming(t.Context(), params)
+				var acc oai.ChatCompletionAccumulator
+				for s.Next() {
+					acc.AddChunk(s.Current())
+				}
+				if err := s.Err(); err != nil {
+					t.Fatalf("seed %d: stream: %v", seed, err)
+				}
+				sc := acc.Choices[0]
+				type flat struct{ Name, Args, Finish string }
+				want := flat{call.Function.Name, call.Function.Arguments, "tool_calls"}
+				if len(sc.Message.ToolCalls) != 1 {
+					t.Fatalf("seed %d: streamed %d calls", seed, len(sc.Message.ToolCalls))
+				}
+				sg := sc.Message.ToolCalls[0]
+				if diff := cmp.Diff(want, flat{sg.Function.Name, sg.Function.Arguments, sc.FinishReason}); diff != "" {
+					t.Errorf("seed %d: streamed call (-non-streamed +streamed):\n%s", seed, diff)
+				}
+				if sg.ID == "" || sg.Type != "function" {
+					t.Errorf("seed %d: streamed id %q type %q", seed, sg.ID, sg.Type)
+				}
+			}
+		})
+	}
+}
+
+// TestToolRoundTrip: a call, its result as a tool message, and the next
+// reply; the history (assistant tool_calls with null content, the tool
+// message) reaches Qwen3's template, which renders them its own way.
+func TestToolRoundTrip(t *testing.T) {
+	f := newToolFixture(t)
+	ctx := t.Context()
+	params := oai.ChatCompletionNewParams{
+		Model:               oai.ChatModel(f.model),
+		Messages:            []oai.ChatCompletionMessageParamUnion{oai.UserMessage("What is the weather in Paris?")},
+		Tools:               testTools(t),
+		ToolChoice:          oai.ToolChoiceOptionFunctionToolChoice(oai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}),
+		MaxCompletionTokens: oai.Int(400),
+		Seed:                oai.Int(7),
+	}
+	first, err := f.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := first.Choices[0].Message
+	if len(msg.ToolCalls) != 1 {
+		t.Fatalf("first reply: %d calls", len(msg.ToolCalls))
+	}
+	params.Messages = append(params.Messages, msg.ToParam(), oai.ToolMessage(`{"temperature": 21}`, msg.ToolCalls[0].ID))
+	params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("auto")}
+	params.MaxCompletionTokens = oai.Int(20)
+	params.Temperature = oai.Float(0)
+	params.SetExtraFields(map[string]any{"ignore_eos": true})
+	second, err := f.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := second.Choices[0]
+	if c.FinishReason != "length" || len(c.Message.ToolCalls) != 0 || c.Message.Content == "" {
+		t.Errorf("second reply: finish %q, %d calls, content %q; want length, no call, text", c.FinishReason, len(c.Message.ToolCalls), c.Message.Content)
+	}
+	// The prompt of the second turn holds the first's (the same tools and
+	// question) and the call and its result as Qwen3's template writes
+	// them: the prefix cache serves the first prompt's full blocks.
+	if second.Usage.PromptTokens <= first.Usage.PromptTokens+10 {
+		t.Errorf("second prompt %d tokens, first %d: the history did not grow", second.Usage.PromptTokens, first.Usage.PromptTokens)
+	}
+	if cached := second.Usage.PromptTokensDetails.CachedTokens; cached == 0 {
+		t.Errorf("second prompt: no token from the prefix cache")
+	}
+}
+
+// TestToolErrors: the 400s of tool requests, each naming its field.
+func TestToolErrors(t *testing.T) {
+	f := newToolFixture(t)
+	tool := `{"type":"function","function":{"name":"get_weather","parameters":` + weatherSchema + `}}`
+	user := `{"role":"user","content":"hi"}`
+	for _, tc := range []struct {
+		name, body, param string
+	}{
+		{"unknown tool type", `{"messages":[` + user + `],"tools":[{"type":"web_search"}]}`, "tools[0].type"},
+		{"malformed schema", `{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer","minimum":"x"}}}}}]}`, "tools[0].function.parameters"},
+		{"schema not an object", `{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters"},
+		{"bad function name", `{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"a b"}}]}`, "tools[0].function.name"},
+		{"unknown tool_choice function", `{"messages":[` + user + `],"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, "tool_choice"},
+		{"bad tool_choice", `{"messages":[` + user + `],"tools":[` + tool + `],"tool_choice":"always"}`, "tool_choice"},
+		{"required without tools", `{"messages":[` + user + `],"tool_choice":"required"}`, "tool_choice"},
+		{"tool message without a call", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"call_x","content":"1"}],"tools":[` + tool + `]}`, "messages[1].tool_call_id"},
+		{"tool message answering a later call", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"call_1","content":"1"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}]}`, "messages[1].tool_call_id"},
+		{"call arguments not JSON", `{"messages":[` + user + `,{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{"}}]}]}`, "messages[1].tool_calls[0].function.arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body map[string]any
+			if err := json.Unmarshal([]byte(tc.body), &body); err != nil {
+				t.Fatal(err)
+			}
+			body["model"] = f.model
+			b, _ := json.Marshal(body)
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", f.srv.URL+"/v1/chat/completions", bytes.NewReader(b))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var eb struct {
+				Error struct {
+					Message string  `json:"message"`
+					Type    string  `json:"type"`
+					Param   *string `json:"param"`
+				} `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+				t.Fatal(err)
+			}
+			param := ""
+			if eb.Error.Param != nil {
+				param = *eb.Error.Param
+			}
+			if diff := cmp.Diff([]any{400, "invalid_request_error", tc.param}, []any{resp.StatusCode, eb.Error.Type, param}); diff != "" {
+				t.Errorf("(-want +got):\n%s\nmessage: %s", diff, eb.Error.Message)
+			}
+		})
+	}
+	// The SDK sees the same as an *oai.Error.
+	_, err := f.client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{
+		Model:      oai.ChatModel(f.model),
+		Messages:   []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")},
+		Tools:      testTools(t),
+		ToolChoice: oai.ToolChoiceOptionFunctionToolChoice(oai.ChatCompletionNamedToolChoiceFunctionParam{Name: "nope"}),
+	})
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "tool_choice" {
+		t.Errorf("SDK error %v, want 400 on tool_choice", err)
+	}
+}
