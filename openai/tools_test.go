@@ -285,3 +285,126 @@ func TestToolErrors(t *testing.T) {
 		t.Errorf("SDK error %v, want 400 on tool_choice", err)
 	}
 }
+
+// TestToolsGenericFallback: ChatML knows no tools, so the tools go into a
+// system prompt and the reply is read in the generic format; required with
+// parallel calls still gives only calls that validate, and a max_tokens
+// that cuts the call gives finish_reason length with the cut call left
+// out.
+func TestToolsGenericFallback(t *testing.T) {
+	tmpl, err := chat.Fallback("chatml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, false, func(d *frontdoor.Config, _ *Config) { d.Chat = tmpl })
+	if got := f.h.door.Tools(); got != (frontdoor.Tools{Format: toolcall.FormatGeneric}) {
+		t.Fatalf("Door.Tools() = %+v, want generic, not native", got)
+	}
+	schemas := map[string]*jsonschema.Schema{"get_weather": compileSchema(t, weatherSchema), "get_time": compileSchema(t, clockSchema)}
+	params := oai.ChatCompletionNewParams{
+		Model:               oai.ChatModel(f.model),
+		Messages:            []oai.ChatCompletionMessageParamUnion{oai.UserMessage("What is the weather in Paris?")},
+		Tools:               testTools(t),
+		ToolChoice:          oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("required")},
+		MaxCompletionTokens: oai.Int(1500),
+	}
+	for _, parallel := range []bool{false, true} {
+		params.ParallelToolCalls = oai.Bool(parallel)
+		for seed := range int64(5) {
+			params.Seed = oai.Int(seed)
+			got, err := f.client.Chat.Completions.New(t.Context(), params)
+			if err != nil {
+				t.Fatalf("parallel %v seed %d: %v", parallel, seed, err)
+			}
+			c := got.Choices[0]
+			// With parallel calls the grammar lets a call follow a call, and
+			// stories260K at temperature 1 may go on calling until
+			// max_tokens: the complete calls stand, with finish_reason length.
+			ok := c.FinishReason == "tool_calls" && len(c.Message.ToolCalls) == 1
+			if parallel {
+				ok = (c.FinishReason == "tool_calls" || c.FinishReason == "length") && len(c.Message.ToolCalls) >= 1
+			}
+			if !ok {
+				t.Fatalf("parallel %v seed %d: finish_reason %q, %d calls", parallel, seed, c.FinishReason, len(c.Message.ToolCalls))
+			}
+			for _, call := range c.Message.ToolCalls {
+				checkCall(t, schemas, call.Function.Name, call.Function.Arguments)
+			}
+			if got.Usage.CompletionTokensDetails.ReasoningTokens != 0 {
+				t.Errorf("seed %d: %d reasoning tokens", seed, got.Usage.CompletionTokensDetails.ReasoningTokens)
+			}
+		}
+	}
+
+	params.MaxCompletionTokens = oai.Int(12)
+	params.ParallelToolCalls = oai.Bool(false)
+	params.Seed = oai.Int(1)
+	got, err := f.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Choices[0]; c.FinishReason != "length" || len(c.Message.ToolCalls) != 0 {
+		t.Errorf("cut call: finish_reason %q, %d calls; want length, none", c.FinishReason, len(c.Message.ToolCalls))
+	}
+}
+
+// TestReplyShapes: a parsed reply (reasoning, content, two calls) as a
+// message and as stream deltas, piece by piece.
+func TestReplyShapes(t *testing.T) {
+	n := 0
+	r := &reply{p: toolcall.NewParser(toolcall.FormatHermes, toolcall.Options{NewID: func() string { n++; return "call_" + string(rune('a'+n-1)) }})}
+	text := "<think>hmm</think>\n\nSure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"
+	var ds []chatOut
+	for i := 0; i < len(text); i += 3 {
+		ds = append(ds, deltas(r.push(text[i:min(i+3, len(text))], 1))...)
+	}
+	ds = append(ds, deltas(r.finish())...)
+	fr, err := r.finishReason("stop")
+	if err != nil || fr != "tool_calls" {
+		t.Fatalf("finishReason = %q, %v", fr, err)
+	}
+	content := "Sure."
+	want := &chatOut{Role: "assistant", Content: &content, ReasoningContent: "hmm", ToolCalls: []wireToolCall{
+		{ID: "call_a", Type: "function", Function: wireFunction{Name: "f", Arguments: `{"a": 1}`}},
+		{ID: "call_b", Type: "function", Function: wireFunction{Name: "g", Arguments: `{}`}},
+	}}
+	if diff := cmp.Diff(want, r.message()); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+	// The deltas merged: the same message (ids and names from the first
+	// delta of each call, arguments concatenated by index).
+	merged := &chatOut{Role: "assistant", Content: new(string)}
+	for _, d := range ds {
+		if d.Content != nil {
+			*merged.Content += *d.Content
+		}
+		merged.ReasoningContent += d.ReasoningContent
+		for _, c := range d.ToolCalls {
+			if c.ID != "" {
+				merged.ToolCalls = append(merged.ToolCalls, wireToolCall{ID: c.ID, Type: c.Type, Function: wireFunction{Name: c.Function.Name}})
+			}
+			merged.ToolCalls[*c.Index].Function.Arguments += c.Function.Arguments
+		}
+	}
+	if diff := cmp.Diff(want, merged); diff != "" {
+		t.Errorf("merged deltas (-want +got):\n%s", diff)
+	}
+	if r.reasoningTokens == 0 {
+		t.Errorf("no reasoning token counted")
+	}
+
+	// A malformed call fails the reply; a truncated one at max_tokens is
+	// "length".
+	bad := newReply(&toolSpec{door: frontdoor.Tools{Format: toolcall.FormatHermes}})
+	bad.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>", 1)
+	bad.finish()
+	if _, err := bad.finishReason("stop"); err == nil {
+		t.Errorf("malformed call: no error")
+	}
+	cut := newReply(&toolSpec{door: frontdoor.Tools{Format: toolcall.FormatHermes}})
+	cut.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ", 1)
+	cut.finish()
+	if fr, err := cut.finishReason("length"); err != nil || fr != "length" || len(cut.message().ToolCalls) != 0 {
+		t.Errorf("cut call: %q, %v, %d calls; want length, no error, none", fr, err, len(cut.message().ToolCalls))
+	}
+}
