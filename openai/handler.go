@@ -20,6 +20,7 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -349,7 +350,11 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := h.chatPrompt(ctx, req.Messages, tools)
+	v, err := templateVars(req)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := h.chatPrompt(ctx, req.Messages, tools, v)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +365,13 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
 	if tools.parse() {
 		j.tools = tools
+		// A prompt that opens the reasoning block (QwQ, the R1 distills)
+		// starts the reply in it; not under required or a named tool,
+		// whose grammar makes the reply a call from its first token.
+		if tools.choice == "auto" {
+			tail := prompt[max(0, len(prompt)-16):]
+			tools.inReasoning = toolcall.OpensReasoning(tools.door.Format, h.cfg.Tokenizer.Decode(tail))
+		}
 	}
 	reqs, err := h.buildRequests(j.id, prompt, req.commonParams, maxTokens, nil, lp, n)
 	if err != nil {
@@ -392,7 +404,7 @@ func (h *Handler) logUser(r *http.Request, user string) {
 // (frontdoor.ChatPrompt: contents tokenized as plain text, never control
 // tokens; bytes bounded before tokenizing; a prompt over the context
 // refused).
-func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolSpec) ([]int32, error) {
+func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolSpec, v chat.Vars) ([]int32, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
@@ -435,10 +447,9 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolS
 			msgs[i].ToolCallID, msgs[i].Name = m.ToolCallID, m.Name
 		}
 	}
-	var v chat.Vars
 	native := h.door.Tools().Native
 	if tools != nil {
-		msgs, v = tools.render(msgs, native)
+		msgs, v.Tools = tools.render(msgs, native)
 	} else if !native {
 		msgs = frontdoor.GenericToolMessages(msgs, nil) // calls and results in the history, as text
 	}

@@ -27,7 +27,7 @@ type replyCall struct {
 }
 
 func newReply(s *toolSpec) *reply {
-	return &reply{p: toolcall.NewParser(s.door.Format, toolcall.Options{Tools: s.tools})}
+	return &reply{p: toolcall.NewParser(s.door.Format, toolcall.Options{Tools: s.tools, InReasoning: s.inReasoning})}
 }
 
 // push feeds the text of an event (written by tokens tokens) and returns

@@ -83,6 +83,9 @@ type toolSpec struct {
 	named    string // the function tool_choice names
 	parallel bool
 	door     frontdoor.Tools
+	// inReasoning: the rendered prompt opened the reasoning block
+	// (toolcall.OpensReasoning), so the reply starts in it.
+	inReasoning bool
 }
 
 // parse reports whether the reply is parsed for calls.
@@ -178,20 +181,48 @@ func toolName(s string) bool {
 	return true
 }
 
-// vars are the template variables and the conversation as rendered: the
-// tools go to a native template, or into a system message (generic
-// fallback).
-func (s *toolSpec) render(msgs []chat.Message, native bool) ([]chat.Message, chat.Vars) {
-	var v chat.Vars
+// render returns the conversation and the tools as the template gets
+// them: the tools as its variable (a native template), or in a system
+// message (generic fallback, no variable).
+func (s *toolSpec) render(msgs []chat.Message, native bool) ([]chat.Message, []json.RawMessage) {
 	var tools []json.RawMessage
 	if s.parse() {
 		tools = s.raw
 	}
 	if native {
-		v.Tools = tools
-		return msgs, v
+		return msgs, tools
 	}
-	return frontdoor.GenericToolMessages(msgs, tools), v
+	return frontdoor.GenericToolMessages(msgs, tools), nil
+}
+
+// templateVars are the template variables a request sets beside the
+// tools: reasoning_effort, and chat_template_kwargs (vLLM's; its
+// enable_thinking and reasoning_effort are the Vars of those names, the
+// rest Extra).
+func templateVars(req *chatRequest) (chat.Vars, error) {
+	v := chat.Vars{ReasoningEffort: req.ReasoningEffort}
+	for k, raw := range req.ChatTemplateKwargs {
+		switch k {
+		case "enable_thinking":
+			var b bool
+			if json.Unmarshal(raw, &b) != nil {
+				return v, badParam("chat_template_kwargs.enable_thinking", "want true or false")
+			}
+			v.EnableThinking = &b
+		case "reasoning_effort":
+			if json.Unmarshal(raw, &v.ReasoningEffort) != nil {
+				return v, badParam("chat_template_kwargs.reasoning_effort", "want a string")
+			}
+		case "tools":
+			return v, badParam("chat_template_kwargs.tools", "give the tools as the request's tools")
+		default:
+			if v.Extra == nil {
+				v.Extra = map[string]json.RawMessage{}
+			}
+			v.Extra[k] = raw
+		}
+	}
+	return v, nil
 }
 
 // constraint is the grammar of tool_choice required or a named function

@@ -238,6 +238,7 @@ func TestToolErrors(t *testing.T) {
 		{"tool message without a call", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"call_x","content":"1"}],"tools":[` + tool + `]}`, "messages[1].tool_call_id"},
 		{"tool message answering a later call", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"call_1","content":"1"},` +
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}]}`, "messages[1].tool_call_id"},
+		{"enable_thinking not a bool", `{"messages":[` + user + `],"chat_template_kwargs":{"enable_thinking":"yes"}}`, "chat_template_kwargs.enable_thinking"},
 		{"call arguments not JSON", `{"messages":[` + user + `,{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{"}}]}]}`, "messages[1].tool_calls[0].function.arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -406,5 +407,56 @@ func TestReplyShapes(t *testing.T) {
 	cut.finish()
 	if fr, err := cut.finishReason("length"); err != nil || fr != "length" || len(cut.message().ToolCalls) != 0 {
 		t.Errorf("cut call: %q, %v, %d calls; want length, no error, none", fr, err, len(cut.message().ToolCalls))
+	}
+}
+
+// TestReasoningWithTools: the R1 distills' template with enable_thinking
+// (chat_template_kwargs) ends the prompt in "<think>\n", so the reply
+// starts in reasoning: stories260K never closes the block, so all of it is
+// reasoning_content, and every completion token a reasoning token.
+func TestReasoningWithTools(t *testing.T) {
+	src, err := os.ReadFile(shareddata.Path(t, "templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.New(string(src), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, false, func(d *frontdoor.Config, _ *Config) { d.Chat = tmpl })
+	params := oai.ChatCompletionNewParams{
+		Model:               oai.ChatModel(f.model),
+		Messages:            []oai.ChatCompletionMessageParamUnion{oai.UserMessage("What is the weather in Paris?")},
+		Tools:               testTools(t),
+		MaxCompletionTokens: oai.Int(20),
+		Temperature:         oai.Float(0),
+	}
+	params.SetExtraFields(map[string]any{"ignore_eos": true, "chat_template_kwargs": map[string]any{"enable_thinking": true}})
+	got, err := f.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Content          *string `json:"content"`
+		ReasoningContent string  `json:"reasoning_content"`
+	}
+	if err := json.Unmarshal([]byte(got.Choices[0].Message.RawJSON()), &msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.ReasoningContent == "" || (msg.Content != nil && *msg.Content != "") {
+		t.Errorf("content %v, reasoning_content %q: want all of the reply in reasoning", msg.Content, msg.ReasoningContent)
+	}
+	if u := got.Usage; u.CompletionTokensDetails.ReasoningTokens != u.CompletionTokens || u.CompletionTokens != 20 {
+		t.Errorf("reasoning_tokens %d of %d completion tokens, want 20 of 20", u.CompletionTokensDetails.ReasoningTokens, u.CompletionTokens)
+	}
+	// Without enable_thinking the template closes the block: the reply is
+	// content.
+	params.SetExtraFields(map[string]any{"ignore_eos": true})
+	got, err = f.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Choices[0].Message.Content; c == "" || got.Usage.CompletionTokensDetails.ReasoningTokens != 0 {
+		t.Errorf("thinking off: content %q, %d reasoning tokens; want content, 0", c, got.Usage.CompletionTokensDetails.ReasoningTokens)
 	}
 }

@@ -72,6 +72,10 @@ type chatRequest struct {
 	Tools             []json.RawMessage `json:"tools"`
 	ToolChoice        json.RawMessage   `json:"tool_choice"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	// ReasoningEffort and ChatTemplateKwargs are template variables
+	// (templateVars).
+	ReasoningEffort    string                     `json:"reasoning_effort"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 }
 
 // stopStrings decodes stop: null, a string or an array of strings.
