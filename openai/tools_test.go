@@ -449,6 +449,28 @@ func TestReasoningWithTools(t *testing.T) {
 	if u := got.Usage; u.CompletionTokensDetails.ReasoningTokens != u.CompletionTokens || u.CompletionTokens != 20 {
 		t.Errorf("reasoning_tokens %d of %d completion tokens, want 20 of 20", u.CompletionTokensDetails.ReasoningTokens, u.CompletionTokens)
 	}
+	// Streamed: the same reasoning, as delta.reasoning_content.
+	s := f.client.Chat.Completions.NewStreaming(t.Context(), params)
+	var streamed, content strings.Builder
+	for s.Next() {
+		for _, c := range s.Current().Choices {
+			var d struct {
+				ReasoningContent string `json:"reasoning_content"`
+			}
+			if err := json.Unmarshal([]byte(c.Delta.RawJSON()), &d); err != nil {
+				t.Fatal(err)
+			}
+			streamed.WriteString(d.ReasoningContent)
+			content.WriteString(c.Delta.Content)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if streamed.String() != msg.ReasoningContent || content.Len() != 0 {
+		t.Errorf("streamed reasoning %q, content %q; want %q, none", streamed.String(), content.String(), msg.ReasoningContent)
+	}
+
 	// Without enable_thinking the template closes the block: the reply is
 	// content.
 	params.SetExtraFields(map[string]any{"ignore_eos": true})
