@@ -26,6 +26,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
 )
@@ -50,6 +51,7 @@ type serveConfig struct {
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
 	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
 	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
+	ToolFormat     string        // the tool-call format of replies (toolcall.ParseFormat; "": detected from the template)
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
@@ -68,6 +70,11 @@ func (c *serveConfig) validate() error {
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", c.Backend)
+	}
+	if c.ToolFormat != "" {
+		if _, err := toolcall.ParseFormat(c.ToolFormat); err != nil {
+			return fmt.Errorf("--tool-format: %w", err)
+		}
 	}
 	if c.BatchInvariant && c.Backend == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
@@ -172,6 +179,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
 	fs.StringVar(&c.ChatTemplate, "chat-template", "",
 		"`template` Chat renders with instead of the model's: chatml, plain or a Jinja file (empty: the model's own; a model without one serves no Chat)")
+	fs.StringVar(&c.ToolFormat, "tool-format", "",
+		"`format` of tool calls in the model's replies, overriding the one detected from the chat template: "+toolFormatNames()+" (empty: detected)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
@@ -363,6 +372,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		Chat:           cc.Template,
 		Limits:         sched.Limits(),
 		MaxPromptBytes: int(c.MaxPromptBytes),
+		ToolFormat:     c.ToolFormat,
 		Registry:       reg,
 		Logger:         log,
 	})
@@ -778,4 +788,13 @@ func startLoadingHTTP(lis net.Listener, tlsCfg *tls.Config, token string) (stop 
 		hs.Close()
 		<-done
 	}
+}
+
+// toolFormatNames lists the tool-call formats --tool-format takes.
+func toolFormatNames() string {
+	var names []string
+	for _, f := range toolcall.Formats() {
+		names = append(names, f.String())
+	}
+	return strings.Join(names, ", ")
 }
