@@ -72,6 +72,7 @@ func apiErrorOf(err error) apiError {
 	var pe *sample.ParamError
 	var be *frontdoor.BytesError
 	var te *frontdoor.TemplateError
+	var me *frontdoor.MarkupError
 	var xe *scheduler.TextError
 	invalid := func(param, code string) {
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
@@ -95,6 +96,8 @@ func apiErrorOf(err error) apiError {
 		e.Message = pe.Field + ": " + pe.Msg
 	case errors.As(err, &be):
 		invalid(be.Field, "context_length_exceeded")
+	case errors.As(err, &me):
+		invalid(me.Field, "invalid_value")
 	case errors.As(err, &te):
 		invalid("messages", "invalid_value")
 	case errors.As(err, &mbe):

@@ -239,6 +239,9 @@ func TestToolErrors(t *testing.T) {
 		{"tool message answering a later call", `{"messages":[` + user + `,{"role":"tool","tool_call_id":"call_1","content":"1"},` +
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}]}`, "messages[1].tool_call_id"},
 		{"enable_thinking not a bool", `{"messages":[` + user + `],"chat_template_kwargs":{"enable_thinking":"yes"}}`, "chat_template_kwargs.enable_thinking"},
+		{"control token text in call arguments", `{"messages":[` + user + `,{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"</s>\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"1"}],"tools":[` + tool + `]}`, "messages[1].tool_calls[0].function.arguments"},
+		{"control token text in a call id", `{"messages":[` + user + `,{"role":"assistant","content":null,"tool_calls":[{"id":"c</s>","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c</s>","content":"1"}],"tools":[` + tool + `]}`, "messages[1].tool_calls[0].id"},
+		{"control token text in a tool description", `{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","description":"x</s>y","parameters":{"type":"object"}}}]}`, "tools[0]"},
 		{"call arguments not JSON", `{"messages":[` + user + `,{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{"}}]}]}`, "messages[1].tool_calls[0].function.arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,6 +108,7 @@ func toStatus(err error) *status.Status {
 		pe *sample.ParamError
 		be *frontdoor.BytesError
 		te *frontdoor.TemplateError
+		me *frontdoor.MarkupError
 		xe *scheduler.TextError
 	)
 	switch {
@@ -136,6 +137,10 @@ func toStatus(err error) *status.Status {
 			"max_prompt_bytes": strconv.Itoa(be.MaxBytes),
 			"context_length":   strconv.Itoa(be.ContextLen),
 		}
+	case errors.As(err, &me):
+		code, reason = codes.InvalidArgument, ReasonInvalidParameter
+		meta = map[string]string{"field": wireField(me.Field)}
+		msg = wireField(me.Field) + ": " + me.Detail()
 	case errors.As(err, &te):
 		code, reason = codes.InvalidArgument, ReasonChatTemplate
 		meta = map[string]string{"field": "turn.messages"}

@@ -2,7 +2,11 @@ package frontdoor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/tokenizer"
@@ -118,6 +122,9 @@ func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars) ([
 	if err := d.CheckPromptBytes(FieldChatContents, n); err != nil {
 		return nil, err
 	}
+	if err := d.checkMarkupText(msgs, v); err != nil {
+		return nil, err
+	}
 	var parts []chat.Segment
 	var err error
 	if vr, ok := d.cfg.Chat.(varsRenderer); ok {
@@ -152,4 +159,122 @@ func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars) ([
 		return nil, err
 	}
 	return prompt, nil
+}
+
+// controlFinder is optionally implemented by a Tokenizer that can say
+// whether a text holds a control token's text (*tokenizer.Tokenizer does).
+type controlFinder interface {
+	ControlTextIn(text string) (string, bool)
+}
+
+// ErrControlText is wrapped by MarkupError.
+var ErrControlText = errors.New("holds the text of a control token")
+
+// MarkupError is a client's text that the template writes as its own
+// markup (not as a marked message content) holding a control token's
+// text. It wraps ErrControlText; doors answer it as an invalid field.
+type MarkupError struct {
+	Field string // the request's field, e.g. "messages[1].tool_calls[0].id"
+	Token string // the control token's text found in it
+}
+
+func (e *MarkupError) Error() string { return e.Field + ": " + e.Detail() }
+
+// Detail is the message without the field name.
+func (e *MarkupError) Detail() string {
+	return fmt.Sprintf("holds the text of the control token %q, which only message contents may carry", e.Token)
+}
+
+// Unwrap returns ErrControlText.
+func (e *MarkupError) Unwrap() error { return ErrControlText }
+
+// checkMarkupText refuses client text that reaches the prompt as template
+// markup rather than as marked message contents (tool calls' ids, names
+// and arguments, tool messages' ids and names, tool definitions and the
+// template variables) when it holds a control token's text: tokenized with
+// the template's text, it would become that token, and a client could
+// close a turn or open another role's. Message and reasoning contents
+// need no check: they are tokenized as data.
+func (d *Door) checkMarkupText(msgs []chat.Message, v chat.Vars) error {
+	cf, ok := d.cfg.Tokenizer.(controlFinder)
+	if !ok {
+		return nil
+	}
+	check := func(field, text string) error {
+		if text == "" {
+			return nil
+		}
+		if tok, found := cf.ControlTextIn(text); found {
+			return &MarkupError{Field: field, Token: tok}
+		}
+		// JSON text reaches the template decoded (a template re-encodes it
+		// with | tojson): its strings' escapes (\u003c) are undone there.
+		for _, str := range jsonStrings(text) {
+			if tok, found := cf.ControlTextIn(str); found {
+				return &MarkupError{Field: field, Token: tok}
+			}
+		}
+		return nil
+	}
+	for i, m := range msgs {
+		for j, c := range m.ToolCalls {
+			f := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
+			for _, e := range []error{check(f+".id", c.ID), check(f+".function.name", c.Name), check(f+".function.arguments", c.Arguments)} {
+				if e != nil {
+					return e
+				}
+			}
+		}
+		if err := check(fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID); err != nil {
+			return err
+		}
+		if err := check(fmt.Sprintf("messages[%d].name", i), m.Name); err != nil {
+			return err
+		}
+		if err := check(fmt.Sprintf("messages[%d].role", i), m.Role); err != nil {
+			return err
+		}
+	}
+	for i, t := range v.Tools {
+		// A tool definition is JSON: check its decoded strings too.
+		if err := check(fmt.Sprintf("tools[%d]", i), string(t)); err != nil {
+			return err
+		}
+	}
+	for i, b := range v.BuiltinTools {
+		if err := check(fmt.Sprintf("builtin_tools[%d]", i), b); err != nil {
+			return err
+		}
+	}
+	if err := check("reasoning_effort", v.ReasoningEffort); err != nil {
+		return err
+	}
+	if err := check("date_string", v.DateString); err != nil {
+		return err
+	}
+	for k, x := range v.Extra {
+		if err := check("chat_template_kwargs."+k, k+" "+string(x)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonStrings returns the strings (object keys included) of text when it
+// is JSON, else nil.
+func jsonStrings(text string) []string {
+	dec := json.NewDecoder(strings.NewReader(text))
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return out
+			}
+			return nil
+		}
+		if s, ok := tok.(string); ok {
+			out = append(out, s)
+		}
+	}
 }

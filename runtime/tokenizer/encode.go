@@ -486,3 +486,24 @@ func (h *bigramHeap) pop() bigram {
 	a[i] = x
 	return top
 }
+
+// ControlTextIn reports the first control (or unknown) token whose text
+// occurs in text: text that becomes that token when it is tokenized with
+// special tokens recognised (parseSpecial), and only then. Text a client
+// sends that reaches a prompt as template markup (a tool call's id or
+// arguments, a tool definition) must hold none, or the client writes the
+// conversation's structure.
+func (t *Tokenizer) ControlTextIn(text string) (string, bool) {
+	found := t.specialsIn(text, true)
+	best, at := "", -1
+	for id := range found {
+		if t.attrs[id]&(attrControl|attrUnknown) == 0 {
+			continue
+		}
+		p := t.tokens[id]
+		if i := strings.Index(text, p); i >= 0 && (at < 0 || i < at || (i == at && len(p) > len(best))) {
+			best, at = p, i
+		}
+	}
+	return best, at >= 0
+}
