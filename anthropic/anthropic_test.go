@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,6 +52,7 @@ func (g *gatedModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []
 }
 
 type fixture struct {
+	h      *Handler
 	sched  *scheduler.Scheduler
 	srv    *httptest.Server
 	client sdk.Client // x-api-key
@@ -123,6 +125,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	for _, p := range Routes {
 		api.Mount(p, h)
 	}
+	f.h = h
 	api.SetServing(true)
 	h.SetServing(true)
 	f.srv = httptest.NewServer(api)
@@ -400,5 +403,22 @@ func TestStreamWire(t *testing.T) {
 	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestDrain: once draining, a new request is refused with 529
+// overloaded_error and Retry-After.
+func TestDrain(t *testing.T) {
+	f := newFixture(t, false)
+	f.h.BeginDrain()
+	var resp *http.Response
+	_, err := f.client.Messages.New(t.Context(), f.params(8), option.WithResponseInto(&resp))
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("err = %v, want *anthropic.Error", err)
+	}
+	if diff := cmp.Diff([]string{"529", "overloaded_error", "1"},
+		[]string{strconv.Itoa(apiErr.StatusCode), string(apiErr.Type()), apiErr.Response.Header.Get("Retry-After")}); diff != "" {
+		t.Errorf("status, type, Retry-After (-want +got):\n%s", diff)
 	}
 }
