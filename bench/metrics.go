@@ -32,6 +32,10 @@ type Record struct {
 	OutputTokens int
 	// QueueWait is the server's queue time from the final message's timings.
 	QueueWait time.Duration
+	// DraftTokens and AcceptedDraftTokens are the server's speculative
+	// decoding counts from the final message's timings (gRPC; 0 when the
+	// server does not speculate or over the OpenAI protocol).
+	DraftTokens, AcceptedDraftTokens int
 	// Finish is the final message's finish reason ("eos", "length",
 	// "stop_sequence"; over the OpenAI protocol "stop" or "length");
 	// empty when no final message arrived.

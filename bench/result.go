@@ -43,6 +43,11 @@ type Result struct {
 	InputTokensPerSecond float64 `json:"input_tokens_per_second"`
 	TotalInputTokens     int     `json:"total_input_tokens"`
 	TotalOutputTokens    int     `json:"total_output_tokens"`
+	// DraftTokens and AcceptedDraftTokens total the completed requests'
+	// speculative decoding (server-reported; absent when it drafted
+	// nothing); AcceptedDraftTokens/DraftTokens is the acceptance rate.
+	DraftTokens         int `json:"draft_tokens,omitempty"`
+	AcceptedDraftTokens int `json:"accepted_draft_tokens,omitempty"`
 	// FinishReasons counts the completed requests by finish reason
 	// (Record.Finish): with ignore_eos every one is "length"; with a
 	// response format, "eos" when the constraint accepted and "length"
@@ -92,6 +97,12 @@ func NewResult(recs []Record, duration time.Duration, slo SLO, byLen bool) Resul
 				r.FinishReasons = map[string]int{}
 			}
 			r.FinishReasons[f]++
+		}
+	}
+	for i := range recs {
+		if recs[i].Err == nil {
+			r.DraftTokens += recs[i].DraftTokens
+			r.AcceptedDraftTokens += recs[i].AcceptedDraftTokens
 		}
 	}
 	l := Aggregate(recs)
@@ -157,6 +168,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	p("duration\t%.2f s\n", r.DurationS)
 	p("throughput\t%.2f req/s, %.1f output tok/s, %.1f input tok/s\n",
 		r.RequestThroughput, r.OutputTokensPerSecond, r.InputTokensPerSecond)
+	if r.DraftTokens > 0 {
+		p("speculation	%d of %d drafted tokens accepted (%.1f%%)\n", r.AcceptedDraftTokens, r.DraftTokens,
+			100*float64(r.AcceptedDraftTokens)/float64(r.DraftTokens))
+	}
 	if len(r.FinishReasons) > 0 {
 		var fr []string
 		for _, k := range slices.Sorted(maps.Keys(r.FinishReasons)) {

@@ -383,6 +383,8 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	r.OutputTokens = int(final.GetUsage().GetCompletionTokens())
 	r.PromptTokens = int(final.GetUsage().GetPromptTokens())
 	r.QueueWait = final.GetTimings().GetQueueWait().AsDuration()
+	r.DraftTokens = int(final.GetTimings().GetDraftTokens())
+	r.AcceptedDraftTokens = int(final.GetTimings().GetAcceptedDraftTokens())
 	r.Finish = finishName(final.GetFinishReason())
 	switch reason := final.GetFinishReason(); reason {
 	case inferencev1.FinishReason_FINISH_REASON_EOS, inferencev1.FinishReason_FINISH_REASON_LENGTH,

@@ -339,6 +339,9 @@ func (b *Backend) planStep(seqs []batch.SeqStep, want func(i int) bool) (stepPla
 			}
 			continue
 		}
+		if s.Draft != 0 {
+			return p, fmt.Errorf("cuda: sequence %d: drafted tokens (SeqStep.Draft %d) are not supported: the CUDA backend computes one logits row per sequence (it does not implement batch.DraftLogits)", s.Seq, s.Draft)
+		}
 		end := s.Pos + len(s.Tokens)
 		if s.Pos < 0 || len(s.Blocks)*bs < end {
 			return p, fmt.Errorf("cuda: sequence %d: %d blocks of %d do not cover positions [%d, %d)", s.Seq, len(s.Blocks), bs, s.Pos, end)

@@ -152,6 +152,10 @@ func missingFeature(m *llama.Model) string {
 		return "the " + hp.Act.String() + " activation"
 	case hp.FinalSoftcap != 0:
 		return "final logit softcapping"
+	case hp.MoE.Experts > 0:
+		return "the mixture-of-experts FFN"
+	case hp.Yarn != nil:
+		return "YaRN rotary scaling"
 	}
 	for _, l := range m.Layers {
 		switch {
@@ -163,6 +167,12 @@ func missingFeature(m *llama.Model) string {
 			return "sliding-window attention"
 		case l.RopeBase != 0 && l.RopeBase != hp.RopeBase:
 			return "per-layer rope bases"
+		case l.MoE != nil:
+			return "the mixture-of-experts FFN"
+		case l.Sinks != nil:
+			return "attention sinks"
+		case l.Bo != nil:
+			return "the attention output bias"
 		}
 	}
 	return ""

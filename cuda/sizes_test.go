@@ -70,6 +70,14 @@ func TestCheckModel(t *testing.T) {
 		{"post norms", func(m *llama.Model) { m.Layers[0].PostFFNNorm = make([]float32, 64) }, "post-attention"},
 		{"window", func(m *llama.Model) { m.Layers[0].Window = 8 }, "sliding-window"},
 		{"rope base", func(m *llama.Model) { m.Layers[0].RopeBase = 1e6 }, "rope bases"},
+		{"qwen3moe experts", func(m *llama.Model) {
+			m.HP.Arch = "qwen3moe"
+			m.HP.MoE = llama.MoEParams{Experts: 8, Used: 2, FFN: 32}
+		}, "mixture-of-experts FFN (architecture qwen3moe) is not implemented"},
+		{"MoE layer", func(m *llama.Model) { m.Layers[1].MoE = &llama.MoELayer{} }, "mixture-of-experts"},
+		{"gpt-oss yarn", func(m *llama.Model) { m.HP.Yarn = &llama.YaRN{Factor: 32} }, "YaRN"},
+		{"gpt-oss sinks", func(m *llama.Model) { m.Layers[0].Sinks = make([]float32, 4) }, "attention sinks"},
+		{"gpt-oss output bias", func(m *llama.Model) { m.Layers[0].Bo = make([]float32, 64) }, "output bias"},
 	}
 	for _, tc := range bad {
 		m := tinyModelNoT(gguf.TypeF16)

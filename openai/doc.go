@@ -53,6 +53,23 @@
 // cached by their text in the Door (one cache for every door); a format
 // that does not compile is a 400 naming the problem.
 //
+// Tool calling (tools.go, reply.go): function tools, tool_choice (none,
+// auto, required, a named function) and parallel_tool_calls; assistant
+// tool_calls and tool messages in the history go to the chat template
+// (or, for a template that renders no tools, frontdoor's generic
+// fallback). With tools, each choice's output is read by a
+// toolcall.Parser in the Door's format into message.content (null when
+// there are only calls), reasoning_content and tool_calls, or their stream
+// deltas (a call's index, id, type and name first, then its arguments by
+// index), with finish_reason tool_calls and
+// usage.completion_tokens_details.reasoning_tokens. required and a named
+// function are enforced by the grammar engine: the call syntax with each
+// tool's JSON Schema as its arguments, so every call parses and validates.
+// auto decodes freely (its calls parse, the arguments are not checked
+// against the schema); none neither renders the tools nor parses calls.
+// strict is accepted and changes nothing: the schema is enforced whenever
+// a call is. Without tools a reply is returned as the model wrote it.
+//
 // Example:
 //
 //	h, err := openai.New(openai.Config{Scheduler: sched, Door: door, Tokenizer: m.Tok,

@@ -12,6 +12,7 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -75,6 +76,52 @@ func FuzzDecode(f *testing.F) {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		if w.Code == http.StatusTooManyRequests {
+			return
+		}
+		if w.Code < 400 || w.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
+		}
+		var e errorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+			t.Fatalf("status %d, body %q is not an OpenAI error (%v)", w.Code, w.Body, err)
+		}
+	})
+}
+
+// FuzzToolRequest: chat requests with tools, tool_choice and tool
+// messages, on a door with a template (ChatML, the generic fallback), are
+// refused with an OpenAI error or reach the scheduler (which refuses
+// them: 429), never a panic or a 5xx.
+func FuzzToolRequest(f *testing.F) {
+	m, err := runtime.Load(shareddata.Path(f, "models/stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	tmpl, err := chat.Fallback("chatml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(f, refusingScheduler{}, m.Tok, tmpl), Tokenizer: m.Tok,
+		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.SetServing(true)
+	tool := `{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}`
+	for _, seed := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` + tool + `],"tool_choice":"required"}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[` + tool + `]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"$ref":"#/x"}}}}}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"custom"}],"tool_choice":"none"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
 		if w.Code == http.StatusTooManyRequests {
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -352,7 +353,15 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		}
 		lp.top = *req.TopLogprobs
 	}
-	prompt, err := h.chatPrompt(ctx, req.Messages)
+	tools, err := h.toolsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	v, err := templateVars(req)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := h.chatPrompt(ctx, req.Messages, tools, v)
 	if err != nil {
 		return nil, err
 	}
@@ -361,9 +370,31 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		maxTokens = req.MaxTokens
 	}
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	if tools.parse() {
+		j.tools = tools
+		// A prompt that opens the reasoning block (QwQ, the R1 distills)
+		// starts the reply in it; not under required or a named tool,
+		// whose grammar makes the reply a call from its first token.
+		if tools.choice == "auto" {
+			tail := prompt[max(0, len(prompt)-16):]
+			tools.inReasoning = toolcall.OpensReasoning(tools.door.Format, h.cfg.Tokenizer.Decode(tail))
+		}
+	}
 	reqs, err := h.buildRequests(j.id, prompt, req.commonParams, maxTokens, nil, lp, n)
 	if err != nil {
 		return nil, err
+	}
+	tc, err := h.toolConstraint(tools)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		if reqs[0].Sampling.Constraint != nil {
+			return nil, badParam("tool_choice", "%s cannot be combined with a response format", tools.choice)
+		}
+		for i := range reqs {
+			reqs[i].Sampling.Constraint = tc
+		}
 	}
 	j.prompts = []jobPrompt{{reqs: reqs}}
 	return j, nil
@@ -380,18 +411,36 @@ func (h *Handler) logUser(r *http.Request, user string) {
 // (frontdoor.ChatPrompt: contents tokenized as plain text, never control
 // tokens; bytes bounded before tokenizing; a prompt over the context
 // refused).
-func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, error) {
+func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolSpec, v chat.Vars) ([]int32, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
 	msgs := make([]chat.Message, len(in))
+	callIDs := map[string]bool{} // the tool calls of the assistant messages so far
 	for i, m := range in {
+		field := func(name string) string { return fmt.Sprintf("messages[%d].%s", i, name) }
 		switch m.Role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			m.Role = "system"
 		default:
-			return nil, badParam(fmt.Sprintf("messages[%d].role", i), "%q: want system, user or assistant", m.Role)
+			return nil, badParam(field("role"), "%q: want system, user, assistant or tool", m.Role)
+		}
+		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
+			return nil, badParam(field("tool_calls"), "only an assistant message has tool calls")
+		}
+		calls, err := messageCalls(i, m.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			callIDs[c.ID] = true
+		}
+		if m.Role == "tool" && !callIDs[m.ToolCallID] {
+			return nil, badParam(field("tool_call_id"), "%q matches no tool call of an earlier assistant message", m.ToolCallID)
+		}
+		if !utf8.ValidString(m.ReasoningContent) || !utf8.ValidString(m.Name) || !utf8.ValidString(m.ToolCallID) {
+			return nil, badParam(field("content"), "not valid UTF-8")
 		}
 		c, err := contentOf(i, m.Content)
 		if err != nil {
@@ -400,9 +449,18 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage) ([]int32, er
 		if !utf8.ValidString(c) {
 			return nil, badParam(fmt.Sprintf("messages[%d].content", i), "not valid UTF-8")
 		}
-		msgs[i] = chat.Message{Role: m.Role, Content: c}
+		msgs[i] = chat.Message{Role: m.Role, Content: c, ToolCalls: calls, ReasoningContent: m.ReasoningContent}
+		if m.Role == "tool" {
+			msgs[i].ToolCallID, msgs[i].Name = m.ToolCallID, m.Name
+		}
 	}
-	_, prompt, err := h.door.ChatPrompt(ctx, msgs, 0, frontdoor.Reject)
+	native := h.door.Tools().Native
+	if tools != nil {
+		msgs, v.Tools = tools.render(msgs, native)
+	} else if !native {
+		msgs = frontdoor.GenericToolMessages(msgs, nil) // calls and results in the history, as text
+	}
+	_, prompt, err := h.door.ChatPromptVars(ctx, msgs, 0, frontdoor.Reject, v)
 	return prompt, err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/sample"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -41,6 +42,7 @@ type job struct {
 	params   commonParams
 	logprobs logprobSpec
 	prompts  []jobPrompt
+	tools    *toolSpec // chat with tools to parse the reply for (toolSpec.parse), else nil
 }
 
 // choice is one sequence of a job as the handler assembles it.
@@ -53,6 +55,7 @@ type choice struct {
 	chatLP []chatTokenLogprob
 	cmplLP *completionLogprobs
 	final  *scheduler.Final
+	reply  *reply // the parsed reply, when the job has tools
 }
 
 // update is one event of one choice's stream, or the error that ended it.
@@ -142,6 +145,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 	choices := make([]*choice, len(j.prompts)*j.n)
 	for i := range choices {
 		choices[i] = &choice{index: i, prompt: i / j.n}
+		if j.tools != nil {
+			choices[i].reply = newReply(j.tools)
+		}
 		if j.logprobs.on && j.kind == kindCompletion {
 			choices[i].cmplLP = &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 		}
@@ -210,15 +216,28 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 			}
 		}
 		delta := h.add(j, c, u.ev)
+		fr := ""
 		if u.ev.Final != nil {
 			c.final = u.ev.Final
-			if finishReason(c.final) == "" {
+			if fr = finishReason(c.final); fr == "" {
 				fail(finalErr(c.final))
 				return
 			}
+			if c.reply != nil {
+				var err error
+				if fr, err = c.reply.finishReason(fr); err != nil {
+					h.log.WarnContext(ctx, "openai: malformed tool call", "request", j.id, "choice", c.index, "err", err)
+					fail(err)
+					return
+				}
+			}
 			pending--
 		}
-		if j.params.Stream {
+		if j.params.Stream && c.reply != nil {
+			if out.replyChunks(c, delta) != nil {
+				return
+			}
+		} else if j.params.Stream {
 			if delta.text != "" || delta.tokens > 0 {
 				var err error
 				if delta.chatLP == nil && delta.cmplLP == nil {
@@ -230,11 +249,10 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 					return
 				}
 			}
-			if c.final != nil {
-				fr := finishReason(c.final)
-				if out.send(out.chunk(c, chunkDelta{}, &fr)) != nil {
-					return
-				}
+		}
+		if j.params.Stream && c.final != nil {
+			if out.send(out.chunk(c, chunkDelta{}, &fr)) != nil {
+				return
 			}
 		}
 	}
@@ -277,6 +295,12 @@ func usageOf(j *job, choices []*choice) jobUsage {
 		}
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if j.tools != nil {
+		u.CompletionTokensDetails = &completionTokensDetails{}
+		for _, c := range choices {
+			u.CompletionTokensDetails.ReasoningTokens += c.reply.reasoningTokens
+		}
+	}
 	u.PromptTokensDetails = &promptTokensDetails{CachedTokens: cached}
 	return u
 }
@@ -287,12 +311,20 @@ type chunkDelta struct {
 	tokens int
 	chatLP []chatTokenLogprob
 	cmplLP *completionLogprobs
+	events []toolcall.Event // the parsed reply's events (a job with tools)
 }
 
 // add appends ev to c and returns what it added.
 func (h *Handler) add(j *job, c *choice, ev scheduler.Event) chunkDelta {
 	d := chunkDelta{text: ev.Text, tokens: len(ev.Tokens)}
-	c.text.WriteString(ev.Text)
+	if c.reply != nil {
+		d.events = c.reply.push(ev.Text, len(ev.Tokens))
+		if ev.Final != nil {
+			d.events = append(d.events, c.reply.finish()...)
+		}
+	} else {
+		c.text.WriteString(ev.Text)
+	}
 	if !j.logprobs.on || len(ev.Tokens) == 0 {
 		return d
 	}
@@ -438,8 +470,9 @@ func (o *writer) send(v any) error {
 // echoed prompt (completions with echo).
 func (o *writer) start(c *choice) error {
 	if o.j.kind == kindChat {
+		empty := ""
 		return o.send(chatResponse{ID: o.j.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model,
-			Choices: []chatChoice{{Index: c.index, Delta: &chatOut{Role: "assistant"}}}})
+			Choices: []chatChoice{{Index: c.index, Delta: &chatOut{Role: "assistant", Content: &empty}}}})
 	}
 	p := o.j.prompts[c.prompt]
 	if p.echo == "" {
@@ -458,7 +491,10 @@ func (o *writer) start(c *choice) error {
 // finish reason.
 func (o *writer) chunk(c *choice, d chunkDelta, fr *string) any {
 	if o.j.kind == kindChat {
-		ch := chatChoice{Index: c.index, Delta: &chatOut{Content: d.text}, FinishReason: fr}
+		ch := chatChoice{Index: c.index, Delta: &chatOut{}, FinishReason: fr}
+		if fr == nil {
+			ch.Delta.Content = &d.text
+		}
 		if d.chatLP != nil {
 			ch.Logprobs = &chatLogprobs{Content: d.chatLP}
 		}
@@ -467,6 +503,28 @@ func (o *writer) chunk(c *choice, d chunkDelta, fr *string) any {
 	}
 	return completionResponse{ID: o.j.id, Object: "text_completion", Created: o.created, Model: o.j.model,
 		Choices: []completionChoice{{Index: c.index, Text: d.text, Logprobs: d.cmplLP, FinishReason: fr}}}
+}
+
+// replyChunks writes the chunks of a parsed reply's events (deltas), the
+// event's logprobs with the first (or alone, in a chunk without a delta,
+// when the tokens gave no event yet).
+func (o *writer) replyChunks(c *choice, d chunkDelta) error {
+	ds := deltas(d.events)
+	if len(ds) == 0 && d.chatLP != nil {
+		ds = []chatOut{{}}
+	}
+	for k := range ds {
+		ch := chatChoice{Index: c.index, Delta: &ds[k]}
+		if k == 0 && d.chatLP != nil {
+			ch.Logprobs = &chatLogprobs{Content: d.chatLP}
+		}
+		err := o.send(chatResponse{ID: o.j.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model,
+			Choices: []chatChoice{ch}})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // usageChunk is the last chunk of a stream with include_usage: no
@@ -485,7 +543,13 @@ func (o *writer) whole(choices []*choice, u *usage) {
 		out := make([]chatChoice, len(choices))
 		for i, c := range choices {
 			fr := finishReason(c.final)
-			out[i] = chatChoice{Index: c.index, Message: &chatOut{Role: "assistant", Content: c.text.String()}, FinishReason: &fr}
+			content := c.text.String()
+			msg := &chatOut{Role: "assistant", Content: &content}
+			if c.reply != nil {
+				msg = c.reply.message()
+				fr, _ = c.reply.finishReason(fr) // its error failed the request before
+			}
+			out[i] = chatChoice{Index: c.index, Message: msg, FinishReason: &fr}
 			if o.j.logprobs.on {
 				out[i].Logprobs = &chatLogprobs{Content: c.chatLP}
 				if c.chatLP == nil {

@@ -50,6 +50,16 @@ type completionRequest struct {
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's calls (its content may be
+	// null then).
+	ToolCalls []wireToolCall `json:"tool_calls"`
+	// ToolCallID is, in a "tool" message, the call it answers.
+	ToolCallID string `json:"tool_call_id"`
+	// Name is a "tool" message's function name (optional).
+	Name string `json:"name"`
+	// ReasoningContent is an assistant message's reasoning, which
+	// thinking models' templates replay or drop.
+	ReasoningContent string `json:"reasoning_content"`
 }
 
 type chatRequest struct {
@@ -58,6 +68,14 @@ type chatRequest struct {
 	MaxCompletionTokens *int          `json:"max_completion_tokens"`
 	Logprobs            bool          `json:"logprobs"`
 	TopLogprobs         *int          `json:"top_logprobs"`
+	// Tools, ToolChoice and ParallelToolCalls: tools.go.
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	// ReasoningEffort and ChatTemplateKwargs are template variables
+	// (templateVars).
+	ReasoningEffort    string                     `json:"reasoning_effort"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 }
 
 // stopStrings decodes stop: null, a string or an array of strings.
@@ -161,11 +179,16 @@ type promptTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+type completionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
 type usage struct {
-	PromptTokens        int                  `json:"prompt_tokens"`
-	CompletionTokens    int                  `json:"completion_tokens"`
-	TotalTokens         int                  `json:"total_tokens"`
-	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	PromptTokensDetails     *promptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *completionTokensDetails `json:"completion_tokens_details,omitempty"`
 }
 
 // completionLogprobs is a completion choice's logprobs (OpenAI's legacy
@@ -194,9 +217,13 @@ type completionResponse struct {
 	Usage   *usage             `json:"usage,omitempty"`
 }
 
+// chatOut is a message or a delta. Content is null in a message with
+// only tool calls, and in a delta that carries none.
 type chatOut struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content"`
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 // chatTopLogprob is one alternative at a position; Bytes are the token's

@@ -26,17 +26,23 @@
 //   - Engine.Step runs Backend.Forward for a batch and samples the next token
 //     of every sequence that asks for logits, with the sampler given beside
 //     it; it is the only place that samples. It implements the scheduler's
-//     Model interface.
+//     Model interface. Engine.StepDrafts also verifies drafted tokens
+//     (speculative decoding, batch.SeqStep.Draft) when the backend computes
+//     their logits (VerifiesDrafts): it samples each drafted position from
+//     the sampler's state after the tokens accepted before it and accepts
+//     the drafts Sample returns, which is exact rejection sampling for a
+//     deterministic draft (see StepDrafts).
 //
 // # Ownership and invariants
 //
 // A Model owns the file mapping: its weights, and every backend built on
 // it, are valid until Model.Close. The Engine and its Backend belong to one
 // goroutine (the scheduler's step loop): Step is not safe for concurrent
-// use. The Engine keeps one vocabulary-sized logits buffer per batch slot,
-// reused across steps. A backend error fails the whole step; a sampling
-// failure of one sequence (non-finite logits, a panicking sampler) is
-// reported in a batch.StepErrors and fails only that sequence.
+// use. The Engine keeps one logits buffer for the step's rows (a
+// vocabulary-sized row per sampled position), reused across steps. A
+// backend error fails the whole step; a sampling failure of one sequence
+// (non-finite logits, a panicking sampler) is reported in a
+// batch.StepErrors and fails only that sequence.
 //
 // # Example
 //

@@ -80,6 +80,11 @@ type Final struct {
 	Err              error         // set with FinishError
 	// StopMatched is the stop string or id text that ended the stream, if any.
 	StopMatched string
+	// DraftTokens and AcceptedTokens count the tokens drafted for this
+	// sequence and the ones verification accepted (speculative decoding;
+	// both 0 without it).
+	DraftTokens    int
+	AcceptedTokens int
 }
 
 // Stats is an introspection snapshot of the scheduler after a step.
@@ -113,6 +118,12 @@ type Stats struct {
 	AdmissionPausedReason string
 	// Draining is set once Drain was called.
 	Draining bool
+	// SpecDraftTokens and SpecAcceptedTokens are the tokens drafted and
+	// the drafts accepted by verification (speculative decoding), totals
+	// since start; drafted tokens are in LastBatchTokens and
+	// LastDecodeTok as model work, accepted ones in GenerationTokens.
+	SpecDraftTokens    uint64
+	SpecAcceptedTokens uint64
 }
 
 // The implementation (scheduler.go and friends) provides, exactly:

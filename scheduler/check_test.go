@@ -17,6 +17,9 @@ func (c *core) check() error {
 		if sq.computed > len(sq.tokens) || len(sq.blocks)*bs < sq.computed {
 			return fmt.Errorf("seq %d: computed %d of %d tokens with %d blocks", sq.id, sq.computed, len(sq.tokens), len(sq.blocks))
 		}
+		if c.cfg.Batching == BatchingContinuous && len(sq.blocks) > c.blocksFor(sq.computed) {
+			return fmt.Errorf("seq %d: %d blocks for %d computed positions (unverified drafts' blocks kept?)", sq.id, len(sq.blocks), sq.computed)
+		}
 		if sq.noAdmit >= c.planNo {
 			return fmt.Errorf("seq %d readmitted in the plan that preempted it", sq.id)
 		}

@@ -18,6 +18,19 @@ type Model interface {
 	Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error)
 }
 
+// Verifier is a Model that verifies drafted tokens (speculative decoding;
+// runtime.Engine implements it). StepDrafts is Step for a batch whose rows
+// may carry drafts (batch.SeqStep.Draft): out[i] lists row i's tokens, the
+// accepted drafts then the token sampled after them (one token for a row
+// without drafts), each sampled as if decoded alone; out is valid until the
+// next step. VerifiesDrafts says whether the backend computes the logits of
+// drafted tokens; the scheduler drafts only when it does.
+type Verifier interface {
+	Model
+	StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([][]sample.Result, error)
+	VerifiesDrafts() bool
+}
+
 // TextDecoder turns generated ids into UTF-8 text incrementally
 // (*tokenizer.StreamDecoder implements it).
 type TextDecoder interface {
@@ -106,7 +119,100 @@ type Config struct {
 	CapacityRetry time.Duration
 	// DisablePrefixCache turns off reuse of cached prompt prefixes.
 	DisablePrefixCache bool
+	// Spec configures speculative decoding (spec.go); the zero value is
+	// off.
+	Spec SpecConfig
 }
+
+// Speculative decoding's draft sources (SpecConfig.Source).
+const (
+	// SpecOff drafts nothing: one token per decoding sequence and step.
+	SpecOff = "off"
+	// SpecNgram drafts by prompt lookup: the continuation of the latest
+	// earlier occurrence of the sequence's last n tokens in its own prompt
+	// and output (no second model).
+	SpecNgram = "ngram"
+)
+
+// SpecConfig configures speculative decoding. The Model must implement
+// Verifier and report VerifiesDrafts; continuous batching only.
+type SpecConfig struct {
+	// Source is SpecOff ("" means off) or SpecNgram.
+	Source string
+	// MaxDraft caps the tokens drafted for one sequence in one step; each
+	// sequence's own draft length adapts below it to its recent
+	// acceptance. Default DefaultSpecMaxDraft.
+	MaxDraft int
+	// NgramMax and NgramMin are the n-gram lengths SpecNgram matches,
+	// longest first. Defaults DefaultSpecNgramMax and 1.
+	NgramMax, NgramMin int
+	// MaxStepTokens: drafts are added to a step only while its tokens
+	// (decode tokens, prompt chunks, drafts so far) stay at or below it,
+	// so a step that is already compute-bound never speculates: a drafted
+	// token costs nearly nothing only while the step is bound by reading
+	// the weights. Where that stops depends on the machine, the backend
+	// and the weight type; measure it (weft bench with and without
+	// --spec at rising concurrency) and set it. Default
+	// DefaultSpecMaxStepTokens.
+	MaxStepTokens int
+	// PauseSteps is how many decode steps a sequence stops drafting after
+	// its drafts were rejected outright several times in a row. Default
+	// DefaultSpecPauseSteps.
+	PauseSteps int
+}
+
+// Defaults of SpecConfig.
+const (
+	DefaultSpecMaxDraft      = 8
+	DefaultSpecNgramMax      = 3
+	DefaultSpecMaxStepTokens = 16
+	DefaultSpecPauseSteps    = 16
+)
+
+func (c *SpecConfig) validate(batching string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("scheduler: config: Spec: %s", fmt.Sprintf(format, args...))
+	}
+	switch c.Source {
+	case "":
+		c.Source = SpecOff
+	case SpecOff, SpecNgram:
+	default:
+		return bad("Source %q must be %q or %q", c.Source, SpecOff, SpecNgram)
+	}
+	if c.Source != SpecOff && batching != BatchingContinuous {
+		return bad("speculative decoding needs %q batching, not %q", BatchingContinuous, batching)
+	}
+	if c.MaxDraft == 0 {
+		c.MaxDraft = DefaultSpecMaxDraft
+	}
+	if c.NgramMax == 0 {
+		c.NgramMax = DefaultSpecNgramMax
+	}
+	if c.NgramMin == 0 {
+		c.NgramMin = 1
+	}
+	if c.MaxStepTokens == 0 {
+		c.MaxStepTokens = DefaultSpecMaxStepTokens
+	}
+	if c.PauseSteps == 0 {
+		c.PauseSteps = DefaultSpecPauseSteps
+	}
+	switch {
+	case c.MaxDraft < 0 || c.MaxDraft > 64:
+		return bad("MaxDraft %d must be in [1, 64]", c.MaxDraft)
+	case c.NgramMin < 1 || c.NgramMax < c.NgramMin || c.NgramMax > 64:
+		return bad("n-gram lengths [%d, %d] must satisfy 1 <= NgramMin <= NgramMax <= 64", c.NgramMin, c.NgramMax)
+	case c.MaxStepTokens < 0:
+		return bad("MaxStepTokens %d must be > 0", c.MaxStepTokens)
+	case c.PauseSteps < 0:
+		return bad("PauseSteps %d must be > 0", c.PauseSteps)
+	}
+	return nil
+}
+
+// on reports whether drafts are made.
+func (c *SpecConfig) on() bool { return c.Source != "" && c.Source != SpecOff }
 
 func (c *Config) validate() error {
 	bad := func(format string, args ...any) error {
@@ -170,7 +276,7 @@ func (c *Config) validate() error {
 	if c.CapacityRetry <= 0 {
 		c.CapacityRetry = 20 * time.Millisecond
 	}
-	return nil
+	return c.Spec.validate(c.Batching)
 }
 
 // scratchBlocks is the number of KV blocks static mode keeps out of the

@@ -43,6 +43,11 @@ type core struct {
 	paused      bool
 	pauseReason string
 	stats       Stats
+
+	// drafts is set when the step speculates (Config.Spec on and the
+	// model verifies drafts); one holds apply's results as rows.
+	drafts bool
+	one    [][]sample.Result
 }
 
 // policy is what differs between batching modes. The core calls it at these
@@ -189,12 +194,17 @@ func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	c.entries = slices.DeleteFunc(c.entries, func(e entry) bool { return e.dropped })
 	c.batch, c.samplers = c.batch[:0], c.samplers[:0]
 	for _, e := range c.entries {
+		toks := e.sq.tokens[e.sq.computed : e.sq.computed+e.n]
+		if e.draft > 0 {
+			toks = e.sq.spec.row
+		}
 		c.batch = append(c.batch, batch.SeqStep{
 			Seq:    e.sq.id,
-			Tokens: e.sq.tokens[e.sq.computed : e.sq.computed+e.n],
+			Tokens: toks,
 			Pos:    e.sq.computed,
 			Blocks: e.sq.blocks,
 			Logits: e.sample,
+			Draft:  e.draft,
 		})
 		var smp *sample.Sampler
 		if e.sample {
@@ -206,11 +216,23 @@ func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	return c.batch, c.samplers
 }
 
-// apply takes the step's results: it advances every planned sequence,
-// registers newly full blocks in the prefix cache, and handles the sampled
-// tokens, finishing sequences (and freeing their blocks) as they end.
-// Results past the planned entries belong to padding rows and are dropped.
+// apply takes the step's results, one token per row (Model.Step): see
+// applyRows.
 func (c *core) apply(results []sample.Result, err error, now time.Time) {
+	c.one = c.one[:0]
+	for k := range results {
+		c.one = append(c.one, results[k:k+1])
+	}
+	c.applyRows(c.one, err, now)
+}
+
+// applyRows takes the step's results, the tokens of each row (one, or the
+// accepted drafts and the token after them: Verifier.StepDrafts): it
+// advances every planned sequence, registers newly full blocks in the
+// prefix cache, and handles the sampled tokens, finishing sequences (and
+// freeing their blocks) as they end. Results past the planned entries
+// belong to padding rows and are dropped.
+func (c *core) applyRows(results [][]sample.Result, err error, now time.Time) {
 	// A batch.StepErrors fails only the sequences it lists; any other
 	// error fails the whole batch (but not the scheduler).
 	var seqErrs batch.StepErrors
@@ -258,11 +280,19 @@ func (c *core) apply(results []sample.Result, err error, now time.Time) {
 			c.finish(sq, FinishError, Event{}, "", err, now)
 			continue
 		}
+		if e.sample && len(results[k]) == 0 {
+			c.finish(sq, FinishError, Event{}, "", fmt.Errorf("scheduler: step: model returned no token for sequence %d", sq.id), now)
+			continue
+		}
+		if e.draft > 0 {
+			c.applyDrafts(sq, e, results[k], now)
+			continue
+		}
 		sq.computed += e.n
 		c.registerFull(sq)
 		if e.sample {
 			sq.prefilled = true
-			c.onToken(sq, results[k], now)
+			c.onToken(sq, results[k][0], now)
 		}
 	}
 	c.entries = c.entries[:0]
@@ -311,6 +341,8 @@ func (c *core) finish(sq *seq, reason FinishReason, ev Event, matched string, er
 		CachedTokens:     sq.cached,
 		Err:              err,
 		StopMatched:      matched,
+		DraftTokens:      sq.spec.drafted,
+		AcceptedTokens:   sq.spec.accepted,
 	}
 	if sq.admitted {
 		f.QueueWait = sq.admittedAt.Sub(sq.submitted)

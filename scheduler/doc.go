@@ -20,6 +20,10 @@
 //     EOS, stop strings, held-back text, length limits.
 //   - seq.go, stream.go, kv.go: a sequence's state, its output mailbox, the
 //     block ledger and prefix cache.
+//   - spec.go: speculative decoding (Config.Spec): n-gram drafts planned
+//     into decode rows, verified by the model in the same step
+//     (Verifier), accepted tokens applied one by one, adaptive draft
+//     lengths.
 //   - check_test.go: the invariant checker the tests run after every step;
 //     trace_test.go replays the golden traces in testdata/ (see there for
 //     the format; -update rewrites them); schedtest holds the fake model.
@@ -73,7 +77,16 @@
 //  3. the first chunk of waiting requests, admitted strictly in queue order
 //     (higher Priority first, FCFS within a priority) while their chunk's
 //     blocks are free beyond a watermark (Config.WatermarkBlocks) that lets
-//     running sequences grow, and while Config.Capacity (if any) agrees.
+//     running sequences grow, and while Config.Capacity (if any) agrees;
+//  4. with speculative decoding (Config.Spec), drafted tokens appended to
+//     decode rows (a row of the last token and k drafts, SeqStep.Draft),
+//     from the budget and the blocks left over, never preempting, and
+//     only while the step holds at most Spec.MaxStepTokens tokens. The
+//     model samples every position of the row and accepts the drafts its
+//     sampler would have chosen (Verifier.StepDrafts); the accepted tokens
+//     go through the stop conditions one by one as if decoded alone, only
+//     verified positions count as computed, and the blocks that hold only
+//     rejected drafts go back at once (spec.go has the details).
 //
 // Admission never preempts running sequences, whatever their priority, and
 // stops at the first request that does not fit (no overtaking within the
@@ -176,7 +189,8 @@
 //   - a block's ref count equals the number of running block tables that
 //     hold it; waiting sequences hold no block; no table holds a block twice;
 //   - the hash index and the registered blocks agree;
-//   - a running sequence's blocks cover its computed positions;
+//   - a running sequence's blocks cover its computed positions, and in
+//     continuous mode no more (no block holds only unverified drafts);
 //   - the queues are in order, the running set is within MaxSeqs, and no
 //     sequence was readmitted in the step that preempted it;
 //   - static padding rows belong to ended members of the current group that

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync/atomic"
@@ -71,6 +72,9 @@ func newHarness(t *testing.T, cfg Config, tweak func(*schedtest.Model)) *harness
 	}
 	s.afterStep = func(c *core) {
 		if err := c.check(); err != nil {
+			t.Errorf("after step %d: %v", c.stats.Steps, err)
+		}
+		if err := checkCachedKV(c, m); err != nil {
 			t.Errorf("after step %d: %v", c.stats.Steps, err)
 		}
 	}
@@ -213,4 +217,21 @@ func testSeq(id uint64, r Request) *seq {
 		sampler:   newSampler(r.Sampling, r.Prompt),
 	}
 	return sq
+}
+
+// checkCachedKV checks that every block registered in the prefix cache
+// holds, in the fake's cache, exactly the tokens it is registered under:
+// the prefix cache never serves K/V that were not computed for those
+// tokens (such as a speculative row's rejected drafts).
+func checkCachedKV(c *core, m *schedtest.Model) error {
+	p := c.pool
+	for b := range p.total() {
+		if !p.hashed[b] {
+			continue
+		}
+		if got := m.BlockTokens(int32(b)); !slices.Equal(got, p.toks[b]) {
+			return fmt.Errorf("block %d registered under %v holds %v", b, p.toks[b], got)
+		}
+	}
+	return nil
 }

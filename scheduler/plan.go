@@ -15,6 +15,9 @@ type entry struct {
 	sample  bool // the chunk ends at the last known token: sample the next
 	decode  bool // a decode token (not prompt or recompute)
 	dropped bool // the sequence was preempted after being planned
+	// draft is the number of drafted tokens that follow the decode token
+	// (n = 1 + draft; the row is sq.spec.row, not a slice of the history).
+	draft int
 }
 
 // continuous is continuous batching: every step re-forms the batch from the
@@ -56,6 +59,11 @@ func (continuous) plan(c *core, now time.Time) {
 		if !c.admit(c.waiting[0], now) {
 			break
 		}
+	}
+	// 4. Drafts for decoding sequences, last: they never take budget or
+	// blocks from anything above, and never preempt.
+	if c.drafts {
+		c.planDrafts()
 	}
 }
 

@@ -18,7 +18,10 @@ import (
 type Scheduler struct {
 	cfg   Config
 	model Model
-	core  *core // owned by Run
+	// verifier is the model when it verifies drafts and Config.Spec is
+	// on; the loop then steps through StepDrafts.
+	verifier Verifier
+	core     *core // owned by Run
 
 	submitc chan *seq     // capacity MaxWaiting: Submit never blocks on it
 	cancelc chan *seq     // cancellations from the requests' AfterFuncs
@@ -69,7 +72,15 @@ func New(cfg Config, m Model) (*Scheduler, error) {
 			}
 		}
 	}
+	if cfg.Spec.on() {
+		v, ok := m.(Verifier)
+		if !ok || !v.VerifiesDrafts() {
+			return nil, fmt.Errorf("scheduler: config: Spec %q: the model does not verify drafted tokens (its backend computes one logits row per sequence); use Spec %q", cfg.Spec.Source, SpecOff)
+		}
+		s.verifier = v
+	}
 	s.core = newCore(cfg, &s.queued)
+	s.core.drafts = s.verifier != nil
 	st := s.core.snapshot(false)
 	s.stats.Store(&st)
 	return s, nil
@@ -221,11 +232,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			timer.Stop()
 			continue
 		}
-		results, err := s.model.Step(ctx, seqs, samplers)
-		if err != nil && ctx.Err() != nil {
-			return ctx.Err()
+		if s.verifier != nil {
+			rows, err := s.verifier.StepDrafts(ctx, seqs, samplers)
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.applyRows(rows, err, time.Now())
+		} else {
+			results, err := s.model.Step(ctx, seqs, samplers)
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.apply(results, err, time.Now())
 		}
-		c.apply(results, err, time.Now())
 		if s.afterStep != nil {
 			s.afterStep(c)
 		}

@@ -55,6 +55,8 @@ type seq struct {
 	inGroup    bool   // static mode: member of the current group
 
 	final *Final // static mode: held until the group ends
+
+	spec specState // speculative decoding (spec.go)
 }
 
 // remaining is the number of tokens not yet fed (1 while decoding).

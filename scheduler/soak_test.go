@@ -30,8 +30,13 @@ func soakNext(h []int32) int32 {
 // every request ends exactly once with the tokens the fake model's
 // uninterrupted run gives, and nothing leaks (synctest fails on goroutines
 // left behind).
+//
+// The speculative variant runs continuous batching with n-gram drafts
+// over a token function that often repeats the history, so drafts are
+// accepted, rejected, cut by stop strings and lengths, preempted and
+// cancelled mid-run; the tokens must still be the uninterrupted run's.
 func TestSoak(t *testing.T) {
-	for _, batching := range []string{BatchingContinuous, BatchingStatic} {
+	for _, batching := range []string{BatchingContinuous, BatchingStatic, "spec"} {
 		t.Run(batching, func(t *testing.T) {
 			n := 2000
 			if batching == BatchingStatic {
@@ -42,8 +47,28 @@ func TestSoak(t *testing.T) {
 	}
 }
 
+// specSoakNext repeats the token 5 back most of the time (so n-gram
+// drafts are often right), else hashes, with an EOS now and then.
+func specSoakNext(h []int32) int32 {
+	t := schedtest.Hash(h)
+	switch {
+	case t%37 == 0:
+		return 0
+	case t%4 != 0 && len(h) >= 5:
+		return h[len(h)-5]
+	}
+	return t
+}
+
 func soak(t *testing.T, batching string, n int) {
 	cfg := testConfig()
+	next := soakNext
+	spec := batching == "spec"
+	if spec {
+		batching = BatchingContinuous
+		cfg.Spec = SpecConfig{Source: SpecNgram, MaxStepTokens: 32}
+		next = specSoakNext
+	}
 	cfg.Batching = batching
 	cfg.BlockSize = 4
 	cfg.NumBlocks = 40
@@ -52,7 +77,7 @@ func soak(t *testing.T, batching string, n int) {
 	cfg.MaxBatchTokens = 32
 	cfg.MaxWaiting = 48
 	cfg.WatermarkBlocks = 1
-	h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = soakNext })
+	h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = next })
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	type outcome struct {
@@ -124,7 +149,7 @@ func soak(t *testing.T, batching string, n int) {
 			continue
 		}
 		reasons[f.Reason]++
-		want := schedtest.Reference(o.req.Prompt, len(o.r.tokens), soakNext)
+		want := schedtest.Reference(o.req.Prompt, len(o.r.tokens), next)
 		if diff := cmp.Diff(want, o.r.tokens, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("tokens differ from an uninterrupted run (-want +got):\n%s", diff)
 		}
@@ -177,6 +202,14 @@ func soak(t *testing.T, batching string, n int) {
 	}
 	if batching == BatchingContinuous && st.Preemptions == 0 {
 		t.Errorf("no preemption in the soak")
+	}
+	if spec {
+		t.Logf("drafted %d tokens, accepted %d", st.SpecDraftTokens, st.SpecAcceptedTokens)
+		if st.SpecAcceptedTokens == 0 || st.SpecAcceptedTokens == st.SpecDraftTokens {
+			t.Errorf("drafted %d tokens, accepted %d: the soak misses acceptance or rejection", st.SpecDraftTokens, st.SpecAcceptedTokens)
+		}
+	} else if st.SpecDraftTokens != 0 {
+		t.Errorf("drafted %d tokens with speculation off", st.SpecDraftTokens)
 	}
 	for _, r := range []FinishReason{FinishLength, FinishCancelled, FinishTimeout, FinishEOS, FinishStopSequence} {
 		if reasons[r] == 0 {

@@ -50,6 +50,8 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats, kv KVCa
 		counter("weft_num_preemptions_total", "Preemptions since start.", func(s scheduler.Stats) float64 { return float64(s.Preemptions) }),
 		counter("weft_prompt_tokens_total", "Prompt tokens processed since start.", func(s scheduler.Stats) float64 { return float64(s.PromptTokens) }),
 		counter("weft_generation_tokens_total", "Tokens generated since start.", func(s scheduler.Stats) float64 { return float64(s.GenerationTokens) }),
+		counter("weft_spec_draft_tokens_total", "Tokens drafted for speculative decoding since start.", func(s scheduler.Stats) float64 { return float64(s.SpecDraftTokens) }),
+		counter("weft_spec_accepted_tokens_total", "Drafted tokens accepted by verification since start (also counted in weft_generation_tokens_total).", func(s scheduler.Stats) float64 { return float64(s.SpecAcceptedTokens) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

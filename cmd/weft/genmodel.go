@@ -23,7 +23,8 @@ func runGenModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF path (required)")
 	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
-		" (the last three: those models' layer shapes with a generated 32000-token vocabulary)")
+		" (llama-3.2-1b, qwen3-1.7b, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
+		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all five with a generated 32000-token vocabulary)")
 	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, or Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers)")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
@@ -49,10 +50,10 @@ func runGenModel(ctx context.Context, args []string) error {
 		cfg.Seed = *seed
 	}
 	vpath := *vocab
-	if vpath == "" && *preset == "synth-110m" {
+	if vpath == "" && (*preset == "synth-110m" || cfg.MoE != nil) {
 		d := shareddata.Dir()
 		if d == "" {
-			return fmt.Errorf("synth-110m needs the Llama-2 vocabulary: pass --vocab PATH (ggml-vocab-llama-spm.gguf) or set WEFT_SHARED")
+			return fmt.Errorf("%s needs the Llama-2 vocabulary: pass --vocab PATH (ggml-vocab-llama-spm.gguf) or set WEFT_SHARED", *preset)
 		}
 		vpath = filepath.Join(d, "vocab", "ggml-vocab-llama-spm.gguf")
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
 )
@@ -51,6 +52,7 @@ type serveConfig struct {
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
 	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
 	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
+	ToolFormat     string        // the tool-call format of replies (toolcall.ParseFormat; "": detected from the template)
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
@@ -59,6 +61,9 @@ type serveConfig struct {
 	TLSKey         string        // PEM key
 	LogLevel       string        // debug, info, warn, error
 	BatchInvariant bool          // batch-invariant CPU kernels (startBatchInvariant); CUDA is refused
+	// Spec is speculative decoding (--spec and --spec-*); the scheduler
+	// checks it, and refuses it on a backend that does not verify drafts.
+	Spec scheduler.SpecConfig
 }
 
 func (c *serveConfig) validate() error {
@@ -66,6 +71,11 @@ func (c *serveConfig) validate() error {
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("--backend %q: want auto, cpu or cuda", c.Backend)
+	}
+	if c.ToolFormat != "" {
+		if _, err := toolcall.ParseFormat(c.ToolFormat); err != nil {
+			return fmt.Errorf("--tool-format: %w", err)
+		}
 	}
 	if c.BatchInvariant && c.Backend == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
@@ -157,12 +167,21 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.BatchSize, "batch-size", 0, "group size for --batching static (0: max-seqs)")
 	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0,
 		fmt.Sprintf("most tokens fed in one step (0: scheduler default, %d or max-seqs if larger)", scheduler.DefaultMaxBatchTokens))
+	fs.StringVar(&c.Spec.Source, "spec", scheduler.SpecOff,
+		"speculative decoding's draft source: off, or ngram (prompt lookup: continue an earlier occurrence of the last tokens; CPU backend, continuous batching)")
+	fs.IntVar(&c.Spec.MaxDraft, "spec-max-draft", 0, fmt.Sprintf("most tokens drafted per sequence and step; each sequence adapts below it (0: %d)", scheduler.DefaultSpecMaxDraft))
+	fs.IntVar(&c.Spec.NgramMax, "spec-ngram-max", 0, fmt.Sprintf("longest n-gram --spec ngram matches (0: %d)", scheduler.DefaultSpecNgramMax))
+	fs.IntVar(&c.Spec.NgramMin, "spec-ngram-min", 0, "shortest n-gram --spec ngram matches (0: 1)")
+	fs.IntVar(&c.Spec.MaxStepTokens, "spec-max-step-tokens", 0,
+		fmt.Sprintf("speculate only in steps of at most this many tokens, drafts included: above it the step is compute-bound and drafts cost real time; measure the crossover on the machine (weft bench with and without --spec) (0: %d)", scheduler.DefaultSpecMaxStepTokens))
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, fmt.Sprintf("most requests waiting for admission (0: scheduler default, %d)", scheduler.DefaultMaxWaiting))
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
 		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
 	fs.StringVar(&c.ChatTemplate, "chat-template", "",
 		"`template` Chat renders with instead of the model's: chatml, plain or a Jinja file (empty: the model's own; a model without one serves no Chat)")
+	fs.StringVar(&c.ToolFormat, "tool-format", "",
+		"`format` of tool calls in the model's replies, overriding the one detected from the chat template: "+toolFormatNames()+" (empty: detected)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
@@ -334,6 +353,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		IsEOG:          m.Tok.IsEOG,
 		VocabSize:      m.HP.VocabSize,
 		Capacity:       capacity,
+		Spec:           c.Spec,
 	}, runtime.NewEngine(b, m.HP.VocabSize))
 	if err != nil {
 		return err
@@ -353,6 +373,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		Chat:           cc.Template,
 		Limits:         sched.Limits(),
 		MaxPromptBytes: int(c.MaxPromptBytes),
+		ToolFormat:     c.ToolFormat,
 		Registry:       reg,
 		Logger:         log,
 	})
@@ -785,4 +806,13 @@ func startLoadingHTTP(lis net.Listener, tlsCfg *tls.Config, token string) (stop 
 		hs.Close()
 		<-done
 	}
+}
+
+// toolFormatNames lists the tool-call formats --tool-format takes.
+func toolFormatNames() string {
+	var names []string
+	for _, f := range toolcall.Formats() {
+		names = append(names, f.String())
+	}
+	return strings.Join(names, ", ")
 }

@@ -62,6 +62,12 @@ func startWhenReady(t *testing.T, start func(ready chan<- struct{}) error) <-cha
 // discarding logger).
 func startServeDeps(t *testing.T, d serveDeps) (inferencev1.InferenceServiceClient, string, string) {
 	t.Helper()
+	return startServeArgs(t, d)
+}
+
+// startServeArgs is startServeDeps with more serve flags.
+func startServeArgs(t *testing.T, d serveDeps, args ...string) (inferencev1.InferenceServiceClient, string, string) {
+	t.Helper()
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -73,7 +79,7 @@ func startServeDeps(t *testing.T, d serveDeps) (inferencev1.InferenceServiceClie
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseServeFlags([]string{"--backend", "cpu"})
+	c, err := parseServeFlags(append([]string{"--backend", "cpu"}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +206,9 @@ func TestServeFlags(t *testing.T) {
 }
 
 // TestServeGoldenStories260K: greedy Generate over gRPC on the real CPU
-// runtime streams exactly llama.cpp's tokens, in several messages.
+// runtime streams exactly llama.cpp's tokens, in several messages, with
+// n-gram speculation (--spec ngram, whose accepted drafts the metrics
+// count) as without.
 func TestServeGoldenStories260K(t *testing.T) {
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -212,11 +220,7 @@ func TestServeGoldenStories260K(t *testing.T) {
 		t.Fatal(err)
 	}
 	var golden struct {
-		Results []struct {
-			Prompt          string  `json:"prompt"`
-			PromptTokenIDs  []int32 `json:"prompt_token_ids"`
-			GeneratedTokens []int32 `json:"generated_token_ids"`
-		} `json:"results"`
+		Results goldenGen `json:"results"`
 	}
 	if err := json.Unmarshal(raw, &golden); err != nil {
 		t.Fatal(err)
@@ -224,8 +228,34 @@ func TestServeGoldenStories260K(t *testing.T) {
 	if len(golden.Results) == 0 {
 		t.Fatal("no golden prompts")
 	}
-	client, _, _ := startServe(t, m, "f32")
-	for _, g := range golden.Results {
+	for _, spec := range []string{"off", "ngram"} {
+		t.Run("spec-"+spec, func(t *testing.T) {
+			b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			client, _, maddr := startServeArgs(t, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu"}, "--spec", spec)
+			finalAcc := checkGoldenServe(t, client, golden.Results)
+			acc, ok := metric(t, maddr, "weft_spec_accepted_tokens_total")
+			if !ok || (spec == "ngram") != (acc > 0) || acc != float64(finalAcc) {
+				t.Errorf("--spec %s: weft_spec_accepted_tokens_total %v (exported %v), Finals' accepted_draft_tokens %d", spec, acc, ok, finalAcc)
+			}
+		})
+	}
+}
+
+type goldenGen = []struct {
+	Prompt          string  `json:"prompt"`
+	PromptTokenIDs  []int32 `json:"prompt_token_ids"`
+	GeneratedTokens []int32 `json:"generated_token_ids"`
+}
+
+// checkGoldenServe runs every golden prompt through Generate and returns
+// the accepted drafts its Finals' timings report.
+func checkGoldenServe(t *testing.T, client inferencev1.InferenceServiceClient, results goldenGen) (accepted int) {
+	t.Helper()
+	for _, g := range results {
 		s, err := client.Generate(context.Background(), &inferencev1.GenerateRequest{
 			Prompt:   &inferencev1.GenerateRequest_Text{Text: g.Prompt},
 			Sampling: &inferencev1.SamplingParams{Temperature: 0},
@@ -262,7 +292,13 @@ func TestServeGoldenStories260K(t *testing.T) {
 		if msgs < 2 {
 			t.Errorf("%q: %d chunk messages, want several", g.Prompt, msgs)
 		}
+		tm := final.GetTimings()
+		if tm.GetAcceptedDraftTokens() > tm.GetDraftTokens() {
+			t.Errorf("%q: %d drafts accepted of %d", g.Prompt, tm.GetAcceptedDraftTokens(), tm.GetDraftTokens())
+		}
+		accepted += int(tm.GetAcceptedDraftTokens())
 	}
+	return accepted
 }
 
 // fakeGPU is a CPU backend dressed as a GPU one: it offers an admission gate

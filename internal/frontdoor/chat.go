@@ -33,10 +33,18 @@ const (
 // turn that does not fit even without them is refused. It returns the
 // conversation as sent and its prompt.
 func (d *Door) ChatPrompt(ctx context.Context, msgs []chat.Message, keep int, trunc Truncation) ([]chat.Message, []int32, error) {
+	return d.ChatPromptVars(ctx, msgs, keep, trunc, chat.Vars{})
+}
+
+// ChatPromptVars is ChatPrompt with template variables (tools,
+// enable_thinking...): v goes to the renderer's RenderSegmentsVars. A
+// renderer without it (only RenderSegments) renders a zero v only; any
+// other is an error.
+func (d *Door) ChatPromptVars(ctx context.Context, msgs []chat.Message, keep int, trunc Truncation, v chat.Vars) ([]chat.Message, []int32, error) {
 	if d.cfg.Chat == nil {
 		return nil, nil, ErrNoChat
 	}
-	prompt, err := d.chatTry(ctx, msgs)
+	prompt, err := d.chatTry(ctx, msgs, v)
 	if err == nil || trunc != DropOldest || !TooLong(err) {
 		return msgs, prompt, err
 	}
@@ -68,14 +76,14 @@ func (d *Door) ChatPrompt(ctx context.Context, msgs []chat.Message, keep int, tr
 	if units == 0 {
 		return nil, nil, err
 	}
-	bestPrompt, err := d.chatTry(ctx, without(units))
+	bestPrompt, err := d.chatTry(ctx, without(units), v)
 	if err != nil {
 		return nil, nil, err // it does not fit even with all of them gone
 	}
 	best, lo := units, 0 // without(lo) does not fit; without(best) does
 	for best-lo > 1 {
 		mid := (lo + best) / 2
-		p, err := d.chatTry(ctx, without(mid))
+		p, err := d.chatTry(ctx, without(mid), v)
 		switch {
 		case err == nil:
 			best, bestPrompt = mid, p
@@ -96,15 +104,29 @@ func TooLong(err error) bool {
 
 // chatTry renders and tokenizes msgs, refusing them when they do not fit
 // (bytes before tokenizing, then tokens).
-func (d *Door) chatTry(ctx context.Context, msgs []chat.Message) ([]int32, error) {
+func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars) ([]int32, error) {
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Content)
+		n += len(m.Content) + len(m.ReasoningContent)
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	for _, t := range v.Tools {
+		n += len(t)
 	}
 	if err := d.CheckPromptBytes(FieldChatContents, n); err != nil {
 		return nil, err
 	}
-	parts, err := d.cfg.Chat.RenderSegments(msgs, true)
+	var parts []chat.Segment
+	var err error
+	if vr, ok := d.cfg.Chat.(varsRenderer); ok {
+		parts, err = vr.RenderSegmentsVars(msgs, true, v)
+	} else if v.Tools != nil || v.EnableThinking != nil || v.ReasoningEffort != "" || v.Extra != nil {
+		return nil, errors.New("frontdoor: the chat renderer takes no template variables")
+	} else {
+		parts, err = d.cfg.Chat.RenderSegments(msgs, true)
+	}
 	if err != nil {
 		return nil, &TemplateError{Err: err}
 	}

@@ -9,7 +9,14 @@
 //   - the byte bound on prompt text (CheckPromptBytes) and tokenizing
 //     under one concurrency bound for all doors (Encode, EncodeSegments);
 //   - chat prompts: template segments, plain-text contents, BOS,
-//     truncation (ChatPrompt);
+//     truncation (ChatPrompt), template variables such as tools
+//     (ChatPromptVars);
+//   - tool calls: the format the model's replies are parsed in (Tools:
+//     detected from the template's source by toolcall.Detect, or
+//     Config.ToolFormat, the operator's --tool-format), and for templates
+//     that render no tools the generic fallback (GenericToolPrompt,
+//     GenericToolMessages: a system prompt listing the tools and asking
+//     for {"tool_calls": [...]}, calls and results written as text);
 //   - a request's defaults: max_tokens, the queue timeout, the seed, and
 //     the seeds of n choices of one prompt (Request, Requests);
 //   - structured output: one compiled-format cache and one vocabulary

@@ -82,6 +82,10 @@ type Config struct {
 	// Registry receives the per-request metrics (metrics.go); nil: a
 	// private registry (the metrics exist but nobody scrapes them).
 	Registry prometheus.Registerer
+	// ToolFormat names the tool-call format of the model's replies
+	// (toolcall.ParseFormat: hermes, llama3, mistral...), overriding the
+	// one detected from the chat template. "" detects it (Tools).
+	ToolFormat string
 	// Logger is every door's logger; Door.Logger adds each request's id
 	// (WithRequestID) to its lines. Default slog.Default().
 	Logger *slog.Logger
@@ -140,6 +144,7 @@ type Door struct {
 	log     *slog.Logger  // cfg.Logger with request ids
 	metrics *metrics
 	formats formatCache
+	tools   Tools
 }
 
 // New returns a Door and registers its metrics in cfg.Registry.
@@ -151,7 +156,12 @@ func New(cfg Config) (*Door, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frontdoor: metrics: %w", err)
 	}
+	tools, err := toolsOf(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &Door{
+		tools:   tools,
 		cfg:     cfg,
 		sem:     make(chan struct{}, cfg.TokenizeConcurrency),
 		log:     slog.New(requestIDHandler{cfg.Logger.Handler()}),

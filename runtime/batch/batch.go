@@ -21,6 +21,31 @@ type SeqStep struct {
 	// next token can be sampled from them. False for prompt chunks that do
 	// not end the prompt.
 	Logits bool
+	// Draft is the number of drafted tokens at the end of Tokens
+	// (speculative decoding): tokens proposed for the sequence, not yet
+	// verified. With Draft = k > 0 (Logits must be set, and k < len(Tokens))
+	// the step produces the logits of each of the last k+1 tokens, so the
+	// caller can check every draft against the model's own choice and sample
+	// the token after the last accepted one. Only a Backend whose
+	// DraftLogits reports true accepts Draft > 0.
+	Draft int
+}
+
+// DraftLogits is implemented by a Backend that honours SeqStep.Draft. A
+// Backend without it, or whose DraftLogits is false, refuses rows with
+// Draft > 0, and callers must not speculate on it.
+type DraftLogits interface {
+	DraftLogits() bool
+}
+
+// LogitRows is the number of logit rows the step produces for s: 0 without
+// Logits, else Draft+1. A Backend's logits slot for s holds that many rows
+// of VocabSize values.
+func LogitRows(s SeqStep) int {
+	if !s.Logits {
+		return 0
+	}
+	return s.Draft + 1
 }
 
 // Backend runs the model's forward pass on a ragged batch. It is the one wide
@@ -36,14 +61,20 @@ type SeqStep struct {
 //			// of sequence s (read from s.Blocks), and store the K/V of pos in
 //			// block s.Blocks[pos/BlockSize], slot pos%BlockSize.
 //		}
-//		if logits[i] != nil { logits[i] = output logits of s.Tokens[len-1] }
+//		if logits[i] != nil {
+//			for r := range s.Draft + 1 { // row r: token len-1-Draft+r
+//				logits[i][r*V:(r+1)*V] = output logits of s.Tokens[len(s.Tokens)-1-s.Draft+r]
+//			}
+//		}
 //	}
 //
 // but in one pass: the weights are read once per step for all tokens of all
 // sequences.
 type Backend interface {
 	// Forward runs one step. logits has len(seqs) entries; a non-nil entry
-	// (len VocabSize) receives the last token's logits of that sequence.
+	// (len LogitRows(s)*VocabSize) receives the logits of the last
+	// LogitRows(s) tokens of that sequence, the last token's last (just the
+	// last token's, VocabSize values, when Draft is 0).
 	// The slots decide what is computed: runtime.Engine gives one exactly to
 	// the sequences with Logits set.
 	Forward(ctx context.Context, seqs []SeqStep, logits [][]float32) error

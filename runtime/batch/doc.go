@@ -10,6 +10,8 @@
 //
 // A SeqStep carries no sampler: Logits says that the step must produce
 // the sequence's last-token logits, and sampling is the Engine's alone.
+// Draft (speculative decoding) asks for the logits of the row's last
+// Draft+1 tokens instead, from a Backend that implements DraftLogits.
 //
 // Example (a backend's caller):
 //

@@ -2,16 +2,22 @@ package constrain
 
 import (
 	"container/list"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
 )
 
 // Format names a constraint by its source; exactly one field is set.
 type Format struct {
-	JSONSchema string   // a JSON Schema, as JSON text
-	JSONObject bool     // any JSON object
-	Regex      string   // an RE2 regular expression matching the whole output
-	Grammar    string   // a GBNF grammar starting at rule root
-	Choice     []string // one of these strings
+	JSONSchema string // a JSON Schema, as JSON text
+	JSONObject bool   // any JSON object
+	Regex      string // an RE2 regular expression matching the whole output
+	Grammar    string // a GBNF grammar starting at rule root
+	// GrammarSchemas, with Grammar, define some of its rules by JSON
+	// Schemas (CompileGBNFSchemas).
+	GrammarSchemas map[string]string
+	Choice         []string // one of these strings
 }
 
 // key identifies f in a cache; different formats have different keys.
@@ -28,7 +34,16 @@ func (f Format) key() (string, error) {
 		n, key = n+1, "r"+f.Regex
 	}
 	if f.Grammar != "" {
-		n, key = n+1, "g"+f.Grammar
+		// Length-prefixed parts: no two sets of sources share a key.
+		k := []byte{'g'}
+		for _, part := range append([]string{f.Grammar}, schemaParts(f.GrammarSchemas)...) {
+			k = strconv.AppendInt(k, int64(len(part)), 10)
+			k = append(k, ':')
+			k = append(k, part...)
+		}
+		n, key = n+1, string(k)
+	} else if f.GrammarSchemas != nil {
+		return "", invalidf("GrammarSchemas without a Grammar")
 	}
 	if f.Choice != nil {
 		k := []byte{'c'}
@@ -47,6 +62,15 @@ func (f Format) key() (string, error) {
 	return "", invalidf("more than one format set")
 }
 
+// schemaParts are the names and schemas of m, by name.
+func schemaParts(m map[string]string) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, name, m[name])
+	}
+	return out
+}
+
 // Compile compiles f.
 func (f Format) Compile() (*Grammar, error) {
 	if _, err := f.key(); err != nil {
@@ -60,7 +84,7 @@ func (f Format) Compile() (*Grammar, error) {
 	case f.Regex != "":
 		return CompileRegex(f.Regex)
 	case f.Grammar != "":
-		return CompileGBNF(f.Grammar)
+		return CompileGBNFSchemas(f.Grammar, f.GrammarSchemas)
 	}
 	return CompileChoice(f.Choice)
 }

@@ -1,6 +1,9 @@
 package constrain
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,12 +17,48 @@ import (
 // rule names, groups (...), and the postfix operators * + ? {m} {m,} {m,n};
 // comments run from # to the end of the line.
 func CompileGBNF(text string) (*Grammar, error) {
-	if len(text) > MaxSourceBytes {
-		return nil, tooLargef("grammar of %d bytes, at most %d", len(text), MaxSourceBytes)
+	return CompileGBNFSchemas(text, nil)
+}
+
+// CompileGBNFSchemas is CompileGBNF with some rules defined by JSON Schemas
+// instead of in the text: rule name of schemas matches the compact JSON
+// texts that validate against schemas[name] (as CompileJSONSchema
+// compiles it; a $ref resolves within that schema). The text uses these
+// rules and must not define them. This is how a grammar around JSON
+// (a tool call's syntax around its arguments) enforces a schema inside.
+func CompileGBNFSchemas(text string, schemas map[string]string) (*Grammar, error) {
+	n := len(text)
+	for _, s := range schemas {
+		n += len(s)
+	}
+	if n > MaxSourceBytes {
+		return nil, tooLargef("grammar of %d bytes, at most %d", n, MaxSourceBytes)
 	}
 	p := &gbnfParser{src: text, b: &builder{}, rules: map[string]int32{}, defined: map[string]bool{}}
 	if err := p.parse(); err != nil {
 		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(schemas)) {
+		if p.defined[name] {
+			return nil, invalidf("grammar: rule %q is defined by a schema and in the text", name)
+		}
+		if !validRuleName(name) {
+			return nil, invalidf("grammar: %q is not a rule name", name)
+		}
+		root, err := parseJSON([]byte(schemas[name]))
+		if err != nil {
+			return nil, invalidf("schema of rule %q is not JSON: %v", name, err)
+		}
+		c := &schemaCompiler{b: p.b, root: root, refs: map[string]int32{}}
+		seq, err := c.schema(root, "#", 0)
+		if err != nil {
+			return nil, fmt.Errorf("schema of rule %q: %w", name, err)
+		}
+		p.b.setAlts(p.rule(name), seq)
+		if p.b.err != nil {
+			return nil, p.b.err
+		}
+		p.defined[name] = true
 	}
 	root, ok := p.rules["root"]
 	if !ok || !p.defined["root"] {
@@ -60,6 +99,18 @@ func (p *gbnfParser) skip() {
 			return
 		}
 	}
+}
+
+func validRuleName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func isNameByte(c byte) bool {

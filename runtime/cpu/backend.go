@@ -30,13 +30,16 @@ type Backend struct {
 
 	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
 	// the layers (rope multiplies the angle by it once per dimension pair,
-	// as ggml does); layerRope[li] indexes layer li's.
+	// as ggml does); layerRope[li] indexes layer li's. yarns[i], when the
+	// model has YaRN scaling, holds its rotation parameters for base i.
 	thetaScales []float32
+	yarns       []*yarnRope
 	layerRope   []int
 	// attnScale multiplies the scores q·k before the softmax.
 	attnScale float32
 
 	s     scratch
+	moe   moeScratch
 	attnW []attnWorker
 }
 
@@ -89,6 +92,11 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 			i = len(bases)
 			bases = append(bases, base)
 			b.thetaScales = append(b.thetaScales, float32(math.Pow(float64(base), -2.0/float64(hp.HeadDim))))
+			var y *yarnRope
+			if hp.Yarn != nil {
+				y = newYarnRope(*hp.Yarn, hp.HeadDim, base)
+			}
+			b.yarns = append(b.yarns, y)
 		}
 		b.layerRope = append(b.layerRope, i)
 	}
@@ -118,6 +126,11 @@ func (b *Backend) KV() batch.KVInfo {
 func (b *Backend) Name() string {
 	return fmt.Sprintf("cpu (kv %s, %d threads)", b.cfg.KVType, b.cfg.Threads)
 }
+
+// DraftLogits reports that Forward honours SeqStep.Draft.
+func (b *Backend) DraftLogits() bool { return true }
+
+var _ batch.DraftLogits = (*Backend)(nil)
 
 // Close drops the KV pool.
 func (b *Backend) Close() error {
@@ -158,8 +171,11 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 				return 0, fmt.Errorf("%w: sequence %d: token %d out of range [0, %d)", ErrBadStep, s.Seq, t, b.m.HP.VocabSize)
 			}
 		}
-		if logits[i] != nil && len(logits[i]) != b.m.HP.VocabSize {
-			return 0, fmt.Errorf("%w: sequence %d: logits slot has %d entries, want %d", ErrBadStep, s.Seq, len(logits[i]), b.m.HP.VocabSize)
+		if s.Draft < 0 || s.Draft >= len(s.Tokens) || (s.Draft > 0 && !s.Logits) {
+			return 0, fmt.Errorf("%w: sequence %d: %d drafts among %d tokens (Logits %v)", ErrBadStep, s.Seq, s.Draft, len(s.Tokens), s.Logits)
+		}
+		if logits[i] != nil && len(logits[i]) != (s.Draft+1)*b.m.HP.VocabSize {
+			return 0, fmt.Errorf("%w: sequence %d: logits slot has %d entries, want %d", ErrBadStep, s.Seq, len(logits[i]), (s.Draft+1)*b.m.HP.VocabSize)
 		}
 		total += len(s.Tokens)
 	}
@@ -182,8 +198,8 @@ func (b *Backend) grow(total, nLogits int) {
 		s.gate = make([]float32, c*hp.FFN)
 		s.up = make([]float32, c*hp.FFN)
 		s.rope = make([]float32, c*hp.HeadDim*len(b.thetaScales))
-		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, b.qDim))
-		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, b.qDim, 2*b.kvDim))
+		s.xr = make([]float32, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim))
+		s.h16 = make([]uint16, c*max(hp.Dim, hp.FFN, hp.MoE.FFN, b.qDim, 2*b.kvDim))
 	}
 	if nLogits*hp.Dim > len(s.lastX) {
 		s.lastX = make([]float32, nLogits*hp.Dim)
@@ -197,11 +213,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	if err != nil || total == 0 {
 		return err
 	}
-	hp := b.m.HP
-	nLogits := 0
-	for i := range seqs {
+	hp := &b.m.HP // a pointer: closures capture it without moving the (large) struct to the heap
+	nLogits := 0  // output rows: Draft+1 per sequence with a logits slot
+	for i, sq := range seqs {
 		if logits[i] != nil {
-			nLogits++
+			nLogits += sq.Draft + 1
 		}
 	}
 	b.grow(total, nLogits)
@@ -220,7 +236,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 			for i, ts := range b.thetaScales {
 				o := (t*nr + i) * hp.HeadDim
-				b.ropeTable(s.rope[o:o+hp.HeadDim], int32(sq.Pos+j), ts)
+				b.ropeTable(s.rope[o:o+hp.HeadDim], int32(sq.Pos+j), ts, b.yarns[i])
 			}
 			t++
 		}
@@ -272,6 +288,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			return layerError(li, "output projection", err)
 		}
 		perTokens(total, D, func(t0, t1 int) {
+			if l.Bo != nil {
+				for t := t0; t < t1; t++ {
+					add(s.tm[t*D:(t+1)*D], l.Bo)
+				}
+			}
 			if l.PostAttnNorm != nil {
 				for t := t0; t < t1; t++ {
 					rmsNorm(s.tm[t*D:(t+1)*D], s.tm[t*D:(t+1)*D], l.PostAttnNorm, hp.NormEps)
@@ -282,6 +303,15 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 				rmsNorm(xn[t*D:(t+1)*D], x[t*D:(t+1)*D], l.FFNNorm, hp.NormEps)
 			}
 		})
+		if l.MoE != nil {
+			if err := b.moeFFN(li, l, total, xn, s.tm[:total*D]); err != nil {
+				return err
+			}
+			perTokens(total, D, func(t0, t1 int) {
+				add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
+			})
+			continue
+		}
 		gate, up := s.gate[:total*hp.FFN], s.up[:total*hp.FFN]
 		if err := matMuls(total, xn, s, kernels.Product{Y: gate, W: l.WGate}, kernels.Product{Y: up, W: l.WUp}); err != nil {
 			return layerError(li, "FFN gate and up", err)
@@ -309,14 +339,16 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 	if nLogits == 0 {
 		return nil
 	}
-	// Output norm and projection for the last token of each sequence that
-	// wants logits.
+	// Output norm and projection, one product over every wanted row: the
+	// last Draft+1 tokens of each sequence that wants logits.
 	t, r := 0, 0
 	for i, sq := range seqs {
 		t += len(sq.Tokens)
 		if logits[i] != nil {
-			rmsNorm(s.lastX[r*D:(r+1)*D], x[(t-1)*D:t*D], b.m.OutNorm, hp.NormEps)
-			r++
+			for j := t - 1 - sq.Draft; j < t; j++ {
+				rmsNorm(s.lastX[r*D:(r+1)*D], x[j*D:(j+1)*D], b.m.OutNorm, hp.NormEps)
+				r++
+			}
 		}
 	}
 	V := hp.VocabSize
@@ -327,10 +359,11 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 		softcap(s.lastOut[:nLogits*V], hp.FinalSoftcap)
 	}
 	r = 0
-	for i := range seqs {
+	for i, sq := range seqs {
 		if logits[i] != nil {
-			copy(logits[i], s.lastOut[r*V:(r+1)*V])
-			r++
+			n := (sq.Draft + 1) * V
+			copy(logits[i], s.lastOut[r*V:r*V+n])
+			r += sq.Draft + 1
 		}
 	}
 	return nil
@@ -371,16 +404,20 @@ var perTokensMin = 16 << 10
 // (HeadDim values: cos, sin per pair), with ggml's formulas: theta_i =
 // pos·base^(-2i/d) computed by repeated float32 multiplication by
 // thetaScale = base^(-2/d), divided by the frequency factor when there is
-// one.
-func (b *Backend) ropeTable(cs []float32, pos int32, thetaScale float32) {
+// one, then YaRN's mix and magnitude (yarnRope.angle) when y is not nil.
+func (b *Backend) ropeTable(cs []float32, pos int32, thetaScale float32, y *yarnRope) {
 	theta := float32(pos)
 	for i := 0; i < b.m.HP.HeadDim/2; i++ {
 		th := theta
 		if b.m.RopeFreqs != nil {
 			th = theta / b.m.RopeFreqs[i]
 		}
-		cs[2*i] = float32(math.Cos(float64(th)))
-		cs[2*i+1] = float32(math.Sin(float64(th)))
+		mscale := float32(1)
+		if y != nil {
+			th, mscale = y.angle(th, i)
+		}
+		cs[2*i] = float32(math.Cos(float64(th))) * mscale
+		cs[2*i+1] = float32(math.Sin(float64(th))) * mscale
 		theta *= thetaScale
 	}
 }
@@ -451,7 +488,7 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // Items are spread over the kernels' worker pool. It returns the first kernel
 // failure (the long chunks' matrix products can fail).
 func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) error {
-	hp := b.m.HP
+	hp := &b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
 	t := 0
@@ -506,8 +543,9 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 	if len(sq.Tokens)*group >= attnMatMulMin && !kernels.BatchInvariant() {
 		k0 := firstVisible(sq.Pos, window)
 		kk, vv := b.gatherKV(w, layer, sq, g, k0, n)
-		return b.attendGroupMatMul(w, sq, tok0, g, k0, n, window, kk, vv, q, out)
+		return b.attendGroupMatMul(w, layer, sq, tok0, g, k0, n, window, kk, vv, q, out)
 	}
+	sinks := b.groupSinks(layer, g)
 	off := b.kvOff(0, g, 0)
 	kv := kernels.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
@@ -517,9 +555,9 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, w.attn)
+			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		} else {
-			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, w.attn)
+			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
 	return nil
@@ -532,6 +570,17 @@ func firstVisible(p, window int) int {
 		return max(0, p-window+1)
 	}
 	return 0
+}
+
+// groupSinks is the attention sinks of KV head g's query heads in layer
+// layer, or nil.
+func (b *Backend) groupSinks(layer, g int) []float32 {
+	sk := b.m.Layers[layer].Sinks
+	if sk == nil {
+		return nil
+	}
+	group := b.m.HP.Heads / b.m.HP.KVHeads
+	return sk[g*group : (g+1)*group]
 }
 
 // gatherKV copies head g's K and V rows of positions k0..n-1 of the
@@ -571,7 +620,7 @@ const attnMatMulMin = 16
 // (kernels.MatMul on the gathered F32 rows), with the causal (and sliding
 // window) mask applied between them. kk and vv hold the gathered K and V
 // rows of positions k0..n-1: those the chunk's first token sees and after.
-func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
+func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
@@ -602,7 +651,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, sq *batch.SeqStep, tok0, g, k
 	if err := kernels.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
 		return err
 	}
-	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.f16)
+	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
 	if err := kernels.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}

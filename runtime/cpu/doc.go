@@ -22,9 +22,25 @@
 // name: optional q/k head norms before RoPE, one RoPE table per distinct
 // layer base, embedding and query scales, post-attention and post-FFN
 // norms, the FFN activation (SiLU, or GELU through ggml's F16 table as
-// geluMul copies it) and logit softcapping.
+// geluMul copies it) and logit softcapping; attention sinks
+// (llama.Layer.Sinks, in both attention paths), the attention output bias,
+// YaRN's angle mix and magnitude in the RoPE table (yarn.go, as ggml's
+// rope_yarn), and the mixture-of-experts FFN.
+//
+// The MoE FFN (moe.go) routes each token (the router product, then
+// llama.cpp's gating in its order of operations), then runs the experts
+// grouped over the whole step: every row routed to an expert, from any
+// sequence, prompt chunk or decode token, is gathered, the expert's
+// gate/up/down products run once over those rows (the kernel chosen by
+// their count) and each result is scattered back, weighted, and summed
+// over the token's slots in order. Under kernels.BatchInvariant every
+// product treats its rows alike, so a token's output is the same bits
+// however the step's tokens are grouped.
 // Logits are computed only for the last token of sequences whose logits
-// slot is non-nil (SeqStep.Logits). The backend never samples: that is
+// slot is non-nil (SeqStep.Logits), or for their last Draft+1 tokens when
+// the row carries drafts to verify (SeqStep.Draft, speculative decoding:
+// the backend reports DraftLogits); every wanted row of the step goes
+// through one output-matrix product. The backend never samples: that is
 // runtime.Engine's job. A kernel that fails (kernels.ErrKernel: its scratch
 // could not be allocated) makes Forward return the error, wrapped with the
 // layer and product: every product covers all the step's sequences, so the

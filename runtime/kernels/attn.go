@@ -42,33 +42,40 @@ func AttendScratch(nq, n, hd int) int { return nq*(n+hd) + hd }
 // approximation), a float64 sum, multiplication by float32(1/sum). K and V
 // are read in place (converted in registers). out receives one HeadDim row
 // per query vector; scratch must hold AttendScratch(nq, n, HeadDim) floats.
-func AttendF16(out, q []float32, k, v []uint16, kv PagedKV, n int, scale float32, scratch []float32) {
-	nq := checkAttend(len(out), len(q), len(k), len(v), kv, n, len(scratch))
+//
+// sinks, when not nil, holds one logit per query vector (attention sinks,
+// as gpt-oss has): it joins that query's softmax as ggml's soft_max takes
+// its sinks (the max runs over it too, exp(sink - max) is added to the
+// sum, it is not scaled) but has no value, so the weights sum to less
+// than 1.
+func AttendF16(out, q []float32, k, v []uint16, kv PagedKV, n int, scale float32, sinks, scratch []float32) {
+	nq := checkAttend(len(out), len(q), len(k), len(v), kv, n, len(scratch), len(sinks))
 	if nq == 0 {
 		return
 	}
-	if activeISA != isaGo && attendFast(true, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, scratch) {
+	if activeISA != isaGo && attendFast(true, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, sinks, scratch) {
 		return
 	}
-	attendGo(out, q, nq, k, v, kv, n, scale, scratch, true, F16ToF32s)
+	attendGo(out, q, nq, k, v, kv, n, scale, sinks, scratch, true, F16ToF32s)
 }
 
 // AttendF32 is AttendF16 for an F32 cache: neither the queries nor the
 // softmax weights are rounded.
-func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float32, scratch []float32) {
-	nq := checkAttend(len(out), len(q), len(k), len(v), kv, n, len(scratch))
+func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) {
+	nq := checkAttend(len(out), len(q), len(k), len(v), kv, n, len(scratch), len(sinks))
 	if nq == 0 {
 		return
 	}
-	if activeISA != isaGo && attendFast(false, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, scratch) {
+	if activeISA != isaGo && attendFast(false, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, sinks, scratch) {
 		return
 	}
-	attendGo(out, q, nq, k, v, kv, n, scale, scratch, false, func(dst, src []float32) { copy(dst, src) })
+	attendGo(out, q, nq, k, v, kv, n, scale, sinks, scratch, false, func(dst, src []float32) { copy(dst, src) })
 }
 
 // checkAttend validates the arguments (every row read must lie inside K and
 // V: the C kernel does not check) and returns the number of query vectors.
-func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
+// nSinks is 0 (no sinks) or at least that number.
+func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch, nSinks int) int {
 	hd, bs := kv.HeadDim, kv.BlockSize
 	if hd <= 0 || bs <= 0 || n <= 0 || nQ%hd != 0 || nOut < nQ || kv.Stride < 0 || kv.Off < 0 || kv.First < 0 || kv.First >= n {
 		panic(fmt.Sprintf("kernels: Attend: bad shape (q %d, out %d, head dim %d, block size %d, positions %d..%d)", nQ, nOut, hd, bs, kv.First, n-1))
@@ -79,6 +86,9 @@ func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
 	}
 	if nScratch < AttendScratch(nq, n-kv.First, hd) {
 		panic("kernels: Attend: short scratch")
+	}
+	if nSinks != 0 && nSinks < nq {
+		panic(fmt.Sprintf("kernels: Attend: %d sinks for %d query vectors", nSinks, nq))
 	}
 	nb := (n + bs - 1) / bs
 	if len(kv.Blocks) < nb {
@@ -97,7 +107,7 @@ func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch int) int {
 
 // attendGo is the portable Attend: rows are converted (load) into scratch
 // one at a time.
-func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV, n int, scale float32, scratch []float32,
+func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV, n int, scale float32, sinks, scratch []float32,
 	round bool, load func([]float32, []T)) {
 	hd, lo := kv.HeadDim, kv.First
 	m := n - lo // positions read
@@ -116,7 +126,7 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 		}
 	}
 	for j := range nq {
-		SoftmaxScaled(sc[j*m:(j+1)*m], scale, round)
+		softmaxSink(sc[j*m:(j+1)*m], scale, sinks, j, round)
 	}
 	o := out[:nq*hd]
 	clear(o)
@@ -135,8 +145,9 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 // lo..c, c = pos0+r%T, lo = max(0, c-window+1) with a sliding window
 // (window > 0), else 0; its remaining entries are set to zero. One call
 // does them all (the C kernels: one cgo call per attention group, not one
-// or two per row).
-func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, round bool) {
+// or two per row). sinks, when not nil, holds one sink logit per head
+// (rows/T of them), taken as AttendF16 takes them.
+func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) {
 	if rows <= 0 || n <= 0 {
 		return
 	}
@@ -144,7 +155,10 @@ func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, ro
 	if T <= 0 || pos0 < 0 || pos0+T > n || window < 0 {
 		panic("kernels.SoftmaxCausal: tokens past the scored positions")
 	}
-	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, window, scale, round) {
+	if sinks != nil && len(sinks) < (rows+T-1)/T {
+		panic("kernels.SoftmaxCausal: fewer sinks than heads")
+	}
+	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, window, scale, sinks, round) {
 		return
 	}
 	for r := range rows {
@@ -155,21 +169,38 @@ func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, ro
 			lo = max(0, p-window+1)
 		}
 		clear(row[:lo])
-		SoftmaxScaled(row[lo:p+1], scale, round)
+		softmaxSink(row[lo:p+1], scale, sinks, r/T, round)
 		clear(row[p+1:])
 	}
+}
+
+// softmaxSink is SoftmaxScaled with sinks[i] as the row's sink when sinks
+// is not nil.
+func softmaxSink(row []float32, scale float32, sinks []float32, i int, round bool) {
+	if sinks == nil {
+		SoftmaxScaled(row, scale, round)
+		return
+	}
+	softmax(row, scale, &sinks[i], round)
 }
 
 // SoftmaxScaled replaces row by softmax(row·scale) as ggml computes it:
 // scale, max, exp(x-max) (Exps), a float64 sum, multiplication by
 // float32(1/sum), and the weights rounded to F16 when round is set (an F16
 // KV cache).
-func SoftmaxScaled(row []float32, scale float32, round bool) {
+func SoftmaxScaled(row []float32, scale float32, round bool) { softmax(row, scale, nil, round) }
+
+// softmax is SoftmaxScaled with an optional sink: a logit (not scaled)
+// that the max runs over and whose exp(sink - max) joins the sum.
+func softmax(row []float32, scale float32, sink *float32, round bool) {
 	mx := float32(math.Inf(-1))
 	for i, x := range row {
 		x *= scale
 		row[i] = x
 		mx = max(mx, x)
+	}
+	if sink != nil && !(mx > *sink) {
+		mx = *sink
 	}
 	for i := range row {
 		row[i] -= mx
@@ -178,6 +209,11 @@ func SoftmaxScaled(row []float32, scale float32, round bool) {
 	var sum float64
 	for _, e := range row {
 		sum += float64(e)
+	}
+	if sink != nil {
+		var e [1]float32
+		Exps(e[:], []float32{*sink - mx})
+		sum += float64(e[0])
 	}
 	inv := float32(1 / sum)
 	for i := range row {

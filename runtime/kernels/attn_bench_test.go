@@ -27,7 +27,7 @@ func BenchmarkAttend(b *testing.B) {
 			b.Run(fmt.Sprintf("paged/nq=%d/n=%d", nq, n), func(b *testing.B) {
 				scratch := make([]float32, AttendScratch(nq, n, hd))
 				for b.Loop() {
-					AttendF16(out, c.q, c.k16, c.v16, c.kv, n, scale, scratch)
+					AttendF16(out, c.q, c.k16, c.v16, c.kv, n, scale, nil, scratch)
 				}
 			})
 			b.Run(fmt.Sprintf("window64/nq=%d/n=%d", nq, n), func(b *testing.B) {
@@ -35,7 +35,7 @@ func BenchmarkAttend(b *testing.B) {
 				kv.First = n - 64
 				scratch := make([]float32, AttendScratch(nq, 64, hd))
 				for b.Loop() {
-					AttendF16(out, c.q, c.k16, c.v16, kv, n, scale, scratch)
+					AttendF16(out, c.q, c.k16, c.v16, kv, n, scale, nil, scratch)
 				}
 			})
 			b.Run(fmt.Sprintf("gather/nq=%d/n=%d", nq, n), func(b *testing.B) {

@@ -9,7 +9,7 @@ import "unsafe"
 
 // attendFast runs the C attention kernel; k and v point at the first
 // element of the (uint16 when f16, else float32) K and V arrays.
-func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, scratch []float32) bool {
+func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {
 	wh := 0
 	if f16 {
 		wh = 1
@@ -17,17 +17,26 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 	isa := min(activeISA, isaAVX512) - isaC
 	C.watt_attend(C.int(isa), C.int(wh), (*C.float)(&out[0]), (*C.float)(&q[0]), C.int(nq), k, v,
 		(*C.int32_t)(unsafe.Pointer(&kv.Blocks[0])), C.long(kv.BlockSize), C.long(kv.Stride), C.long(kv.Off),
-		C.int(kv.HeadDim), C.int(kv.First), C.int(n), C.float(scale), (*C.float)(&scratch[0]))
+		C.int(kv.HeadDim), C.int(kv.First), C.int(n), C.float(scale), sinkPtr(sinks), (*C.float)(&scratch[0]))
 	return true
 }
 
 // softmaxCausalFast runs the C kernel of SoftmaxCausal.
-func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, round bool) bool {
+func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
 	wh := 0
 	if round {
 		wh = 1
 	}
 	isa := min(activeISA, isaAVX512) - isaC
-	C.watt_softmax_causal(C.int(isa), (*C.float)(&sc[0]), C.int(rows), C.int(n), C.int(T), C.int(pos0), C.int(window), C.float(scale), C.int(wh))
+	C.watt_softmax_causal(C.int(isa), (*C.float)(&sc[0]), C.int(rows), C.int(n), C.int(T), C.int(pos0), C.int(window), C.float(scale),
+		sinkPtr(sinks), C.int(wh))
 	return true
+}
+
+// sinkPtr is the C view of an optional sinks slice (NULL for nil).
+func sinkPtr(sinks []float32) *C.float {
+	if len(sinks) == 0 {
+		return nil
+	}
+	return (*C.float)(&sinks[0])
 }

@@ -4,10 +4,10 @@ package kernels
 
 import "unsafe"
 
-func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, scratch []float32) bool {
+func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {
 	return false
 }
 
-func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, round bool) bool {
+func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
 	return false
 }

@@ -47,7 +47,8 @@ func newAttnCase(rng *rand.Rand, hd, nq, n, bs int, qScale float64) attnCase {
 // element, the error the float32 kernels may make: 1e-5 of sum |w·v|, plus,
 // for an F16 cache, the full step of any weight within 1e-5 (relative) of
 // an F16 rounding boundary (float32 arithmetic may round it either way).
-func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64) {
+// sinks (nil or one per query vector) join each softmax without a value.
+func attendRef(c attnCase, f16 bool, n int, scale float64, sinks []float32) (want, tol []float64) {
 	hd, bs := c.kv.HeadDim, c.kv.BlockSize
 	nq := len(c.q) / hd
 	row := func(x []float32, h []uint16, p int) []float64 {
@@ -81,10 +82,16 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 			s[p] *= scale
 			mx = max(mx, s[p])
 		}
+		if sinks != nil {
+			mx = max(mx, float64(sinks[j]))
+		}
 		var sum float64
 		for p := c.kv.First; p < n; p++ {
 			s[p] = math.Exp(s[p] - mx)
 			sum += s[p]
+		}
+		if sinks != nil {
+			sum += math.Exp(float64(sinks[j]) - mx)
 		}
 		for p := c.kv.First; p < n; p++ {
 			w, slack := s[p]/sum, 0.0
@@ -106,7 +113,8 @@ func attendRef(c attnCase, f16 bool, n int, scale float64) (want, tol []float64)
 
 // TestAttend compares the kernels with attendRef on every kernel set, with
 // full attention and with sliding windows (kv.First > 0; the blocks wholly
-// below First are then made invalid, as the kernels must not read them).
+// below First are then made invalid, as the kernels must not read them),
+// with and without attention sinks.
 func TestAttend(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	lengths := []int{1, 5, 16, 17, 100, 257}
@@ -123,6 +131,14 @@ func TestAttend(t *testing.T) {
 					bs, qs := cs.bs, cs.qs
 					c0 := newAttnCase(rng, hd, nq, n, bs, qs)
 					scale := 1 / math.Sqrt(float64(hd))
+					// Sinks from well below to well above the scores
+					// (whose scale qs sets), or none.
+					var sinks []float32
+					if rng.IntN(2) == 0 {
+						for range nq {
+							sinks = append(sinks, float32(rng.NormFloat64()*3*qs))
+						}
+					}
 					for _, window := range []int{0, 7, 16} {
 						if window > 0 && window >= n {
 							continue
@@ -135,7 +151,7 @@ func TestAttend(t *testing.T) {
 								c.kv.Blocks[i] = 1 << 30
 							}
 						}
-						testAttendCase(t, c, hd, nq, n, bs, qs, scale)
+						testAttendCase(t, c, hd, nq, n, bs, qs, scale, sinks)
 					}
 				}
 			}
@@ -143,12 +159,12 @@ func TestAttend(t *testing.T) {
 	}
 }
 
-func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float64) {
+func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float64, sinks []float32) {
 	scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
 	for _, f16 := range []bool{true, false} {
-		want, tol := attendRef(c, f16, n, scale)
+		want, tol := attendRef(c, f16, n, scale, sinks)
 		for _, isa := range availableISAs() {
-			name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/first=%d/bs=%d/qs=%g", isa, f16, hd, nq, n, c.kv.First, bs, qs)
+			name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/first=%d/bs=%d/qs=%g/sinks=%v", isa, f16, hd, nq, n, c.kv.First, bs, qs, sinks != nil)
 			old := setISA(isa)
 			got := make([]float32, nq*hd+3) // the extra elements must stay untouched
 			got[nq*hd] = 42
@@ -156,9 +172,9 @@ func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float
 				scratch[i] = float32(math.NaN()) // the kernel must not read stale scratch
 			}
 			if f16 {
-				AttendF16(got[:nq*hd], c.q, c.k16, c.v16, c.kv, n, float32(scale), scratch)
+				AttendF16(got[:nq*hd], c.q, c.k16, c.v16, c.kv, n, float32(scale), sinks, scratch)
 			} else {
-				AttendF32(got[:nq*hd], c.q, c.k32, c.v32, c.kv, n, float32(scale), scratch)
+				AttendF32(got[:nq*hd], c.q, c.k32, c.v32, c.kv, n, float32(scale), sinks, scratch)
 			}
 			setISA(old)
 			if got[nq*hd] != 42 {
@@ -185,30 +201,33 @@ func TestAttendChecks(t *testing.T) {
 		name string
 		f    func()
 	}{
-		{"block table short", func() { AttendF16(out, c.q, c.k16, c.v16, c.kv, 33, 1, make([]float32, 1000)) }},
+		{"block table short", func() { AttendF16(out, c.q, c.k16, c.v16, c.kv, 33, 1, nil, make([]float32, 1000)) }},
 		{"block outside", func() {
 			kv := c.kv
 			kv.Blocks = []int32{c.kv.Blocks[0], 1000}
-			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, scratch)
+			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, nil, scratch)
 		}},
-		{"short scratch", func() { AttendF32(out, c.q, c.k32, c.v32, c.kv, 20, 1, scratch[:10]) }},
-		{"short out", func() { AttendF32(out[:4], c.q, c.k32, c.v32, c.kv, 20, 1, scratch) }},
-		{"q not whole rows", func() { AttendF32(out, c.q[:5], c.k32, c.v32, c.kv, 20, 1, scratch) }},
+		{"short scratch", func() { AttendF32(out, c.q, c.k32, c.v32, c.kv, 20, 1, nil, scratch[:10]) }},
+		{"short sinks", func() {
+			AttendF32(make([]float32, 16), append(c.q, c.q...), c.k32, c.v32, c.kv, 20, 1, []float32{1}, make([]float32, 1000))
+		}},
+		{"short out", func() { AttendF32(out[:4], c.q, c.k32, c.v32, c.kv, 20, 1, nil, scratch) }},
+		{"q not whole rows", func() { AttendF32(out, c.q[:5], c.k32, c.v32, c.kv, 20, 1, nil, scratch) }},
 		{"window past n", func() {
 			kv := c.kv
 			kv.First = 20
-			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, scratch)
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, nil, scratch)
 		}},
 		{"negative first", func() {
 			kv := c.kv
 			kv.First = -1
-			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, scratch)
+			AttendF32(out, c.q, c.k32, c.v32, kv, 20, 1, nil, scratch)
 		}},
 		{"block outside the window", func() {
 			kv := c.kv
 			kv.First = 17
 			kv.Blocks = []int32{c.kv.Blocks[0], 1000}
-			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, scratch)
+			AttendF16(out, c.q, c.k16, c.v16, kv, 20, 1, nil, scratch)
 		}},
 	}
 	for _, tc := range tests {
@@ -231,20 +250,30 @@ func TestAttendChecks(t *testing.T) {
 // written.
 func TestSoftmaxCausal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, cs := range []struct{ group, T, pos0, window int }{{1, 1, 0, 0}, {2, 5, 0, 0}, {2, 17, 3, 0}, {4, 9, 40, 0}, {1, 128, 0, 0},
-		{1, 1, 0, 8}, {2, 5, 0, 3}, {2, 17, 3, 8}, {4, 9, 40, 8}, {1, 128, 0, 37}, {2, 20, 5, 1}} {
+	for _, cs := range []struct {
+		group, T, pos0, window int
+		sinks                  bool
+	}{{1, 1, 0, 0, false}, {2, 5, 0, 0, false}, {2, 17, 3, 0, false}, {4, 9, 40, 0, false}, {1, 128, 0, 0, false},
+		{1, 1, 0, 8, false}, {2, 5, 0, 3, false}, {2, 17, 3, 8, false}, {4, 9, 40, 8, false}, {1, 128, 0, 37, false}, {2, 20, 5, 1, false},
+		{1, 1, 0, 0, true}, {2, 17, 3, 0, true}, {4, 9, 40, 8, true}, {2, 20, 5, 1, true}} {
 		rows, n := cs.group*cs.T, cs.pos0+cs.T
 		src := make([]float32, rows*n)
 		for i := range src {
 			src[i] = float32(rng.NormFloat64() * 8)
 		}
+		var sinks []float32
+		if cs.sinks {
+			for range cs.group {
+				sinks = append(sinks, float32(rng.NormFloat64()*2))
+			}
+		}
 		const scale = 0.125
 		for _, round := range []bool{false, true} {
 			for _, isa := range availableISAs() {
-				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d/window=%d", isa, round, cs.group, cs.T, cs.pos0, cs.window)
+				name := fmt.Sprintf("%v/round=%v/group=%d/T=%d/pos0=%d/window=%d/sinks=%v", isa, round, cs.group, cs.T, cs.pos0, cs.window, cs.sinks)
 				got := append(append([]float32(nil), src...), 42)
 				old := setISA(isa)
-				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, cs.window, scale, round)
+				SoftmaxCausal(got[:rows*n], rows, n, cs.T, cs.pos0, cs.window, scale, sinks, round)
 				setISA(old)
 				if got[rows*n] != 42 {
 					t.Errorf("%s: wrote past the rows", name)
@@ -259,9 +288,16 @@ func TestSoftmaxCausal(t *testing.T) {
 					for _, x := range src[r*n+f : r*n+l] {
 						mx = max(mx, float64(x)*scale)
 					}
-					var sum, gsum float64
+					if sinks != nil {
+						mx = max(mx, float64(sinks[r/cs.T]))
+					}
+					var sum, gsum, sink float64
 					for _, x := range src[r*n+f : r*n+l] {
 						sum += math.Exp(float64(x)*scale - mx)
+					}
+					if sinks != nil {
+						sink = math.Exp(float64(sinks[r/cs.T]) - mx)
+						sum += sink
 					}
 					for p := range n {
 						g := float64(got[r*n+p])
@@ -281,7 +317,7 @@ func TestSoftmaxCausal(t *testing.T) {
 							t.Fatalf("%s: row %d position %d = %g, want %g (±%.2g)", name, r, p, g, want, tol)
 						}
 					}
-					if d := math.Abs(gsum - 1); !(d <= 1e-5+float64(l)/2048*b2f(round)) {
+					if d := math.Abs(gsum + sink/sum - 1); !(d <= 1e-5+float64(l)/2048*b2f(round)) {
 						t.Fatalf("%s: row %d sums to %g", name, r, gsum)
 					}
 				}

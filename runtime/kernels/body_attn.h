@@ -274,13 +274,16 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 }
 
 // asoftmax: row = softmax(row*scale) in ggml's order (see the file comment),
-// rounded to F16 when WH. The float64 sum runs in VW lanes (its rounding
+// rounded to F16 when WH. A sink (non-NULL: gpt-oss's per-head learned
+// logit, not scaled) joins the softmax as ggml's soft_max does with one:
+// the max is taken over it too and exp(sink - max) is added to the sum,
+// but it has no weight of its own. The float64 sum runs in VW lanes (its rounding
 // is far below float32's).
 // (Two half-width sums: one vector of VW doubles is wider than a register
 // and made GCC keep it on the stack, a store-to-load chain per iteration.)
 typedef float AF(avfh) __attribute__((vector_size(VW * 2)));
 typedef double AF(avdh) __attribute__((vector_size(VW * 4)));
-static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
+static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, const int WH) {
 	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
 	int p = 0;
 	for (; p + VW <= n; p += VW) {
@@ -297,6 +300,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 		row[p] = x;
 		if (x > mx || x != x) mx = x;
 	}
+	if (sink && !(mx > *sink)) mx = *sink;
 	AF(avdh) s0 = {0}, s1 = {0};
 	for (p = 0; p + VW <= n; p += VW) {
 		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - mx);
@@ -318,6 +322,11 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 		memcpy(row + p, &e, (n - p) * 4);
 		for (; p < n; p++) sum += row[p];
 	}
+	if (sink) {
+		float e[VW];
+		AF(ast)(e, AF(aexp)((AF(avf)){0} + (*sink - mx)));
+		sum += e[0];
+	}
 	const float inv = (float)(1 / sum);
 	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
 	for (; p < n; p++) row[p] *= inv;
@@ -327,24 +336,28 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const int WH) {
 // softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
 // (head, token) with T tokens from column pos0: row r attends to columns
 // lo..c, c = pos0 + r%T, lo = c-window+1 (window > 0) or 0, softmaxed as
-// asoftmax does; the rest is zeroed.
-void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, int wh) {
+// asoftmax does (with sink sinks[r/T] when sinks is not NULL); the rest is
+// zeroed.
+void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, const float *sinks,
+			  int wh) {
 	for (int r = 0; r < rows; r++) {
 		float *row = sc + (long)r * n;
 		int len = pos0 + r % T + 1;
 		if (len > n) len = n;
 		int lo = window > 0 && len > window ? len - window : 0;
+		const float *sink = sinks ? sinks + r / T : 0;
 		memset(row, 0, (size_t)lo * 4);
 		if (wh)
-			AF(asoftmax)(row + lo, len - lo, scale, 1);
+			AF(asoftmax)(row + lo, len - lo, scale, sink, 1);
 		else
-			AF(asoftmax)(row + lo, len - lo, scale, 0);
+			AF(asoftmax)(row + lo, len - lo, scale, sink, 0);
 		memset(row + len, 0, (size_t)(n - len) * 4);
 	}
 }
 
 static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			    long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch, const int WH) {
+			    long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			    float *scratch, const int WH) {
 	float *qs = scratch, *sc = scratch + (long)nq * hd;
 	const long np = n - lo; // positions read: lo..n-1
 	if (WH) {
@@ -359,7 +372,7 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
 	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
 	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
-	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, WH);
+	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, sinks ? sinks + j : 0, WH);
 	// Output tiles: 4 queries x 2 column vectors, or fewer queries x 4.
 	for (j = 0; j < nq;) {
 		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
@@ -395,13 +408,15 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 }
 
 void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			 long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch) {
-	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, 1);
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			 float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 1);
 }
 
 void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			 long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch) {
-	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, 0);
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			 float *scratch) {
+	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 0);
 }
 
 #undef WCAT_

@@ -185,7 +185,10 @@
 // cache) and the weighted sum of V, over positions PagedKV.First..n-1 (a
 // sliding window skips the keys it hides). The CPU backend uses them for
 // decode and short chunks; SoftmaxCausal (causal, optionally windowed)
-// serves long chunks between two MatMuls.
+// serves long chunks between two MatMuls. Attention sinks (gpt-oss: one
+// learned logit per query head) join the softmax as ggml's soft_max takes
+// them: the max runs over the sink too and exp(sink - max) is added to the
+// sum, but the sink has no value.
 //
 // # Vector helpers (vec.go)
 //

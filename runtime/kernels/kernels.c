@@ -263,14 +263,16 @@ void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, 
 void weft_round_f16s(int isa, float *dst, const float *src, long n) { WEFT_PICK(isa, weft_round_f16s, dst, src, n); }
 
 void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
-		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch) {
+		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
+		 const float *sinks, float *scratch) {
 	// Heads narrower than 16 (stories260K's 8) or not a multiple of it run
 	// faster in the 8-wide build than in the 16-wide one's tails.
 	if (isa >= WEFT_AVX512 && hd % 16 != 0 && hd % 8 == 0) isa = WEFT_AVX2;
-	if (wh) WEFT_PICK(isa, watt_attend_h, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch);
-	WEFT_PICK(isa, watt_attend_f, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch);
+	if (wh) WEFT_PICK(isa, watt_attend_h, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
+	WEFT_PICK(isa, watt_attend_f, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 }
 
-void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale, int wh) {
-	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, wh);
+void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
+			 const float *sinks, int wh) {
+	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, sinks, wh);
 }

@@ -138,12 +138,16 @@ void weft_round_f16s(int isa, float *dst, const float *src, long n);
 // watt_attend: one token's attention for nq query heads of one KV group
 // over positions lo..n-1 of a paged cache; wh selects the F16 cache (k, v
 // are uint16_t) or the F32 one. q and out hold nq rows of hd floats;
-// scratch holds nq*(hd+n-lo) floats. Isa is at most WEFT_AVX512.
+// scratch holds nq*(hd+n-lo) floats. sinks is NULL or holds one logit per
+// query head that joins its softmax without a value (attention sinks). Isa
+// is at most WEFT_AVX512.
 void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
-		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch);
+		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
+		 const float *sinks, float *scratch);
 // watt_softmax_causal: the causal (window > 0: sliding-window) softmax of a
-// prompt chunk's score rows.
-void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale, int wh);
+// prompt chunk's score rows (sinks: NULL or one per head, rows/T of them).
+void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
+			 const float *sinks, int wh);
 
 // weft_peak runs iters rounds of 12 independent instructions on this
 // thread and returns the operations done: float FMAs (kind 0) or VNNI int8
@@ -179,10 +183,13 @@ int weft_nsel(int *isa, int n);
 	void weft_f16_to_f32s##S(float *dst, const uint16_t *src, long n);                                           \
 	void weft_f32_to_f16s##S(uint16_t *dst, const float *src, long n);                                           \
 	void watt_attend_h##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
-			      long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch);  \
+			      long bs, long stride, long off, int hd, int lo, int n, float scale,                   \
+			      const float *sinks, float *scratch);                                                  \
 	void watt_attend_f##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
-			      long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch);  \
-	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale, int wh);
+			      long bs, long stride, long off, int hd, int lo, int n, float scale,                   \
+			      const float *sinks, float *scratch);                                                  \
+	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
+				    const float *sinks, int wh);
 WEFT_ISA_PROTOS(_gen)
 #if WEFT_X86
 WEFT_ISA_PROTOS(_avx2)

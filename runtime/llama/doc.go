@@ -1,5 +1,5 @@
 // Package llama holds Llama-family models (architectures llama, qwen2,
-// qwen3 and gemma3):
+// qwen3, gemma3 and the mixtures of experts qwen3moe and gpt-oss):
 // hyper-parameters, loading from GGUF, and generated random-weight models.
 // It runs nothing: the CPU backend is runtime/cpu, the GPU one cuda, and
 // both read the Model defined here.
@@ -23,19 +23,35 @@
 // attention.sliding_window_pattern (llama.cpp's default: five of every
 // six), which use rope.freq_base_swa (default 10000).
 //
+// Qwen3-MoE is Qwen3's attention with a mixture-of-experts FFN (MoELayer):
+// a router (ffn_gate_inp, F32), expert_count experts stacked in 3-D tensors
+// (ffn_{gate,up,down}_exps; expert e's matrix is a view of the e-th slice),
+// expert_used_count of them per token, gated by a softmax over all router
+// logits, top-k and renormalisation (GatingSoftmax, as llama.cpp hard-codes
+// it). gpt-oss (llama.cpp's OPENAI_MOE) adds Q/K/V and output biases,
+// per-head attention sinks, post_attention_norm as the pre-FFN norm,
+// router and expert biases, top-k then a softmax over the chosen logits
+// (GatingTopKSoftmax), the clamped SwiGLU (limit 7, alpha 1.702, hard-coded
+// as in llama.cpp), sliding windows on even layers (default pattern 2, the
+// global rotary base) and YaRN rotary scaling (rope.scaling.type yarn: the
+// YaRN parameters llama.cpp derives, beta 32/1).
+//
 // What an architecture changes is recorded in the Model, not left to the
 // backends: HParams holds the model-wide properties (rotation, embedding
 // and attention scales, activation, logit softcapping) and each Layer its
 // optional norms, sliding window and rotary base. A backend reads these
 // fields and never tests HParams.Arch; one that lacks a feature refuses
-// the model, naming it. The Model is valid while the GGUF file it came from stays open.
+// the model, naming it (the GPU backend refuses the MoE FFN, sinks and
+// YaRN). The Model is valid while the GGUF file it came from stays open.
 //
 // # Generated models
 //
 // Generate writes random-weight llama GGUFs (Preset "synth-110m", the
 // reference shape of docs/reference-numbers.md, and "tiny", the built-in
-// weft-tiny) with quant.Quantize's simple F32/F16/Q8_0/Q4_0/Q4_K encoders. They
-// are test and benchmark fixtures, NOT trained models.
+// weft-tiny) with quant.Quantize's simple F32/F16/Q8_0/Q4_0/Q4_K encoders,
+// and, with GenConfig.MoE, qwen3moe and gpt-oss models (Presets
+// "qwen3moe-1.5b" and "gptoss-1.5b"). They are test and benchmark
+// fixtures, NOT trained models.
 //
 // # Example
 //

@@ -16,8 +16,9 @@ type GenConfig struct {
 	// Name is written as general.name.
 	Name string
 	// Arch is the architecture: "llama" (default), "qwen3" (per-head q/k
-	// norms, NEOX rotation) or "gemma3" (q/k and post norms, GELU, scaled
-	// embedding, sliding windows; tied output always).
+	// norms, NEOX rotation), "gemma3" (q/k and post norms, GELU, scaled
+	// embedding, sliding windows; tied output always), or with MoE
+	// "qwen3moe" or "gpt-oss".
 	Arch string
 	// Shape.
 	Dim, Layers, Heads, KVHeads, FFN, ContextLen int
@@ -53,23 +54,35 @@ type GenConfig struct {
 	Tokenizer []gguf.KV
 	// ChatTemplate, when set, is written as tokenizer.chat_template.
 	ChatTemplate string
+	// MoE, the experts' shape, makes the model a mixture of experts: Arch
+	// qwen3moe or gpt-oss (gpt-oss: Window slides the even layers, with
+	// the global rotary base). FFN is then only written as
+	// feed_forward_length, as converters do.
+	MoE *MoEGen
 }
 
 // Presets names the shapes Preset knows.
-var Presets = []string{"synth-110m", "tiny", "llama-3.2-1b", "qwen3-1.7b", "gemma3-1b"}
+var Presets = []string{"synth-110m", "tiny", "llama-3.2-1b", "qwen3-1.7b", "gemma3-1b", "qwen3moe-1.5b", "gptoss-1.5b"}
 
 // Preset returns a named model shape: "synth-110m" (the llama.cpp
 // reference shape of docs/reference-numbers.md: 768 wide, 12 layers, vocab
 // 32000 that the caller provides as Tokenizer), "tiny" (weft-tiny, the
-// built-in model: 64 wide, 2 layers, generated vocabulary), or the layer
+// built-in model: 64 wide, 2 layers, generated vocabulary), the layer
 // shapes of three real models with a generated 32000-token vocabulary (and
 // so a smaller embedding than theirs): "llama-3.2-1b" (2048 wide, 16
 // layers, 32/8 heads, FFN 8192, rope base 500000, tied output; no llama3
 // frequency scaling), "qwen3-1.7b" (2048 wide, 28 layers, 16/8 heads of
 // 128, FFN 6144, q/k norms, rope base 1e6, tied) and "gemma3-1b" (1152
 // wide, 26 layers, 4/1 heads of 256, FFN 6912, window 512 on five layers
-// of six, tied).
+// of six, tied), or the mixture-of-experts shapes "qwen3moe-1.5b" and
+// "gptoss-1.5b" (about 1.5B parameters, 0.3B and 0.25B used per token,
+// also with a generated 32000-token vocabulary; see moePresets).
 func Preset(name string) (GenConfig, error) {
+	if c, ok := moePresets[name]; ok {
+		g := *c.MoE
+		c.MoE = &g
+		return c, nil
+	}
 	switch name {
 	case "llama-3.2-1b":
 		return GenConfig{Name: "weft-llama-3.2-1b-shape", Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8,
@@ -105,15 +118,22 @@ func (c *GenConfig) validate() error {
 	case "":
 		c.Arch = "llama"
 	case "llama", "qwen3":
+	case "qwen3moe", "gpt-oss":
+		if c.MoE == nil {
+			return fmt.Errorf("llama: generate: %s needs its experts' shape (GenConfig.MoE)", c.Arch)
+		}
 	case "gemma3":
 		if !c.TiedOutput {
 			return fmt.Errorf("llama: generate: gemma3 models have a tied output")
 		}
 	default:
-		return fmt.Errorf("%w: generate: architecture %q (want llama, qwen3 or gemma3)", ErrUnsupported, c.Arch)
+		return fmt.Errorf("%w: generate: architecture %q (want llama, qwen3, gemma3, qwen3moe or gpt-oss)", ErrUnsupported, c.Arch)
 	}
-	if (c.Window != 0 || c.SWAPattern != 0) && c.Arch != "gemma3" || c.Window < 0 || c.SWAPattern < 0 {
-		return fmt.Errorf("llama: generate: sliding window %d, pattern %d: only gemma3 models slide", c.Window, c.SWAPattern)
+	if c.MoE != nil && c.Arch != "qwen3moe" && c.Arch != "gpt-oss" {
+		return fmt.Errorf("llama: generate: experts in a %s model (want qwen3moe or gpt-oss)", c.Arch)
+	}
+	if (c.Window != 0 || c.SWAPattern != 0) && c.Arch != "gemma3" && c.Arch != "gpt-oss" || c.Window < 0 || c.SWAPattern < 0 {
+		return fmt.Errorf("llama: generate: sliding window %d, pattern %d: only gemma3 and gpt-oss models slide", c.Window, c.SWAPattern)
 	}
 	if c.HeadDim == 0 && c.Dim%c.Heads == 0 {
 		c.HeadDim = c.Dim / c.Heads
@@ -145,6 +165,9 @@ func (c *GenConfig) validate() error {
 func Generate(c GenConfig, w io.Writer) error {
 	if err := c.validate(); err != nil {
 		return err
+	}
+	if c.MoE != nil {
+		return generateMoE(c, w)
 	}
 	gw := gguf.NewWriter()
 	arch := c.Arch
@@ -178,34 +201,9 @@ func Generate(c GenConfig, w io.Writer) error {
 			gw.AddKV(arch+".attention.sliding_window_pattern", uint32(c.SWAPattern))
 		}
 	}
-	vocab := c.VocabSize
-	if c.Tokenizer != nil {
-		n := -1
-		for _, kv := range c.Tokenizer {
-			if kv.Key == "tokenizer.chat_template" && c.ChatTemplate != "" {
-				continue
-			}
-			gw.AddKV(kv.Key, kv.Value)
-			if kv.Key == "tokenizer.ggml.tokens" {
-				if s, ok := kv.Value.([]string); ok {
-					n = len(s)
-				}
-			}
-		}
-		if n < 0 {
-			return fmt.Errorf("llama: generate: tokenizer keys have no tokenizer.ggml.tokens")
-		}
-		if vocab != 0 && vocab != n {
-			return fmt.Errorf("llama: generate: VocabSize %d but the tokenizer has %d tokens", vocab, n)
-		}
-		vocab = n
-	} else {
-		for _, kv := range ByteVocab(vocab) {
-			gw.AddKV(kv.Key, kv.Value)
-		}
-	}
-	if c.ChatTemplate != "" {
-		gw.AddKV("tokenizer.chat_template", c.ChatTemplate)
+	vocab, err := addVocab(gw, c)
+	if err != nil {
+		return err
 	}
 	gw.AddKV(arch+".vocab_size", uint32(vocab))
 
@@ -313,8 +311,44 @@ func Generate(c GenConfig, w io.Writer) error {
 			return err
 		}
 	}
-	_, err := gw.WriteTo(w)
+	_, err = gw.WriteTo(w)
 	return err
+}
+
+// addVocab writes c's tokenizer keys (copied, or a generated byte
+// vocabulary of VocabSize tokens) and the chat template, and returns the
+// vocabulary size.
+func addVocab(gw *gguf.Writer, c GenConfig) (int, error) {
+	vocab := c.VocabSize
+	if c.Tokenizer != nil {
+		n := -1
+		for _, kv := range c.Tokenizer {
+			if kv.Key == "tokenizer.chat_template" && c.ChatTemplate != "" {
+				continue
+			}
+			gw.AddKV(kv.Key, kv.Value)
+			if kv.Key == "tokenizer.ggml.tokens" {
+				if s, ok := kv.Value.([]string); ok {
+					n = len(s)
+				}
+			}
+		}
+		if n < 0 {
+			return 0, fmt.Errorf("llama: generate: tokenizer keys have no tokenizer.ggml.tokens")
+		}
+		if vocab != 0 && vocab != n {
+			return 0, fmt.Errorf("llama: generate: VocabSize %d but the tokenizer has %d tokens", vocab, n)
+		}
+		vocab = n
+	} else {
+		for _, kv := range ByteVocab(vocab) {
+			gw.AddKV(kv.Key, kv.Value)
+		}
+	}
+	if c.ChatTemplate != "" {
+		gw.AddKV("tokenizer.chat_template", c.ChatTemplate)
+	}
+	return vocab, nil
 }
 
 // ByteVocab returns the tokenizer.* keys of a generated SentencePiece-style

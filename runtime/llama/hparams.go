@@ -25,7 +25,9 @@ type HParams struct {
 	RopeNeox bool
 	// RopeScaling is non-nil for llama3-style frequency scaling.
 	RopeScaling *Llama3Scaling
-	NormEps     float32
+	// Yarn is non-nil for YaRN rotary scaling (gpt-oss).
+	Yarn    *YaRN
+	NormEps float32
 	// EmbedScale, when not 0, multiplies every input embedding row (in
 	// float32, after dequantization): gemma3's sqrt(n_embd).
 	EmbedScale float32
@@ -40,6 +42,9 @@ type HParams struct {
 	// FinalSoftcap, when not 0, caps the logits: cap·tanh(logit/cap)
 	// (gemma3's final_logit_softcapping key; absent in Gemma 3 GGUFs).
 	FinalSoftcap float32
+	// MoE describes the mixture-of-experts FFN (qwen3moe, gpt-oss); its
+	// Experts is 0 for a dense FFN.
+	MoE MoEParams
 }
 
 // Activation is the gate activation of the FFN: out = act(gate)·up.
@@ -95,6 +100,15 @@ type Layer struct {
 	// RopeBase is the layer's rotary base (gemma3's sliding layers have
 	// their own).
 	RopeBase float32
+	// MoE, when non-nil, replaces the dense FFN (WGate, WUp and WDown are
+	// then empty).
+	MoE *MoELayer
+	// Bo, when non-nil (Dim values), is added to the attention output
+	// projection (gpt-oss).
+	Bo []float32
+	// Sinks, when non-nil (Heads values), are per-head attention sinks
+	// (gpt-oss): a logit that joins each softmax without a value.
+	Sinks []float32
 }
 
 // Model holds a Llama-family model's weights. The byte slices usually point

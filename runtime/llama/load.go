@@ -31,21 +31,33 @@ type archSpec struct {
 	biases    bool    // QKV biases required (qwen2)
 	qkNorm    bool    // per-head q/k RMS norms required (qwen3, gemma3)
 	postNorms bool    // post-attention and post-FFN norms required (gemma3)
+	moe       bool    // the FFN is a mixture of experts (qwen3moe, gpt-oss)
+	// oai is gpt-oss's block: Q/K/V and output biases, attention sinks,
+	// post_attention_norm as the pre-FFN norm, router and expert biases,
+	// top-k-then-softmax gating and the clamped SwiGLU.
+	oai bool
 	// gemma: the embedding scaled by sqrt(n_embd), q (not the scores)
 	// scaled, GELU(tanh), optional final logit softcapping.
 	gemma bool
 	// swaPattern, when not 0, is the default period of sliding layers
 	// (attention.sliding_window_pattern absent): layer i slides unless
-	// i%swaPattern == swaPattern-1 (llama.cpp's gemma3: 6). 0: the
-	// architecture has no sliding windows.
+	// i%swaPattern == swaPattern-1 (llama.cpp's gemma3: 6, gpt-oss: 2). 0:
+	// the architecture has no sliding windows. swaBase10k gives the
+	// sliding layers the rotary base 10000 by default (gemma3) rather than
+	// rope.freq_base (gpt-oss).
 	swaPattern int
+	swaBase10k bool
 }
 
 var archs = map[string]archSpec{
 	"llama":  {eps: 1e-5},
 	"qwen2":  {neox: true, eps: 1e-6, biases: true},
 	"qwen3":  {neox: true, eps: 1e-6, qkNorm: true},
-	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, gemma: true, swaPattern: 6},
+	"gemma3": {neox: true, eps: 1e-6, qkNorm: true, postNorms: true, gemma: true, swaPattern: 6, swaBase10k: true},
+	// llama.cpp requires the epsilon key of both MoE archs; the default
+	// here is what their converters write.
+	"qwen3moe": {neox: true, eps: 1e-6, qkNorm: true, moe: true},
+	"gpt-oss":  {neox: true, eps: 1e-5, biases: true, moe: true, oai: true, swaPattern: 2},
 }
 
 // ReadHParams reads the hyper-parameters of a llama, qwen2, qwen3 or gemma3
@@ -58,7 +70,7 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	case arch == "":
 		return hp, fmt.Errorf("%w: general.architecture is missing", ErrUnsupported)
 	case !ok:
-		return hp, fmt.Errorf("%w: architecture %q (weft runs llama, qwen2, qwen3 and gemma3)", ErrUnsupported, arch)
+		return hp, fmt.Errorf("%w: architecture %q (weft runs llama, qwen2, qwen3, gemma3, qwen3moe and gpt-oss)", ErrUnsupported, arch)
 	}
 	hp.Arch = arch
 	hp.RopeNeox = spec.neox
@@ -165,8 +177,22 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 				sc.OrigContextLen = int(v)
 			}
 			hp.RopeScaling = sc
+		case "yarn":
+			if hp.Yarn, err = readYaRN(f, arch, hp.ContextLen); err != nil {
+				return hp, err
+			}
 		default:
 			return hp, fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
+		}
+	}
+	if spec.moe {
+		if err := readMoEParams(f, &hp); err != nil {
+			return hp, err
+		}
+		hp.MoE.Gating, hp.MoE.Norm = GatingSoftmax, true
+		if spec.oai {
+			hp.MoE.Gating, hp.MoE.Norm = GatingTopKSoftmax, false
+			hp.MoE.SwiGLUAlpha, hp.MoE.SwiGLULimit = swigluOAIAlpha, swigluOAILimit
 		}
 	}
 	// The embedding's row count is the model's vocabulary (it may exceed
@@ -265,6 +291,12 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 			{&l.WUp, "ffn_up.weight", hp.Dim, hp.FFN},
 			{&l.WDown, "ffn_down.weight", hp.FFN, hp.Dim},
 		}
+		if spec.moe {
+			steps = steps[:4]
+			if l.MoE, err = loadMoELayer(f, hp, p, spec.oai, used, weight, vector); err != nil {
+				return nil, err
+			}
+		}
 		for _, s := range steps {
 			if *s.dst, err = weight(p+s.name, s.cols, s.rows); err != nil {
 				return nil, err
@@ -273,7 +305,12 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 		if l.AttnNorm, err = vector(p+"attn_norm.weight", hp.Dim, false); err != nil {
 			return nil, err
 		}
-		if l.FFNNorm, err = vector(p+"ffn_norm.weight", hp.Dim, false); err != nil {
+		// gpt-oss's pre-FFN norm is named post_attention_norm.
+		ffnNorm := "ffn_norm.weight"
+		if spec.oai {
+			ffnNorm = "post_attention_norm.weight"
+		}
+		if l.FFNNorm, err = vector(p+ffnNorm, hp.Dim, false); err != nil {
 			return nil, err
 		}
 		// Biases are optional everywhere (llama.cpp loads them when
@@ -294,6 +331,8 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 			{&l.KNorm, "attn_k_norm.weight", hp.HeadDim, spec.qkNorm, true},
 			{&l.PostAttnNorm, "post_attention_norm.weight", hp.Dim, spec.postNorms, true},
 			{&l.PostFFNNorm, "post_ffw_norm.weight", hp.Dim, spec.postNorms, true},
+			{&l.Bo, "attn_output.bias", hp.Dim, spec.oai, true},
+			{&l.Sinks, "attn_sinks.weight", hp.Heads, spec.oai, true},
 		}
 		for _, v := range vecs {
 			if !v.load {
@@ -323,12 +362,13 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 }
 
 // layerAttention returns each layer's sliding window (0: full attention)
-// and rotary base. In an architecture with sliding windows (gemma3) and a
-// positive attention.sliding_window, the layers that
+// and rotary base. In an architecture with sliding windows (gemma3,
+// gpt-oss) and a positive attention.sliding_window, the layers that
 // attention.sliding_window_pattern marks (an array of booleans, one per
 // layer, or a period n: layer i slides unless i%n == n-1, and every layer
 // slides for n = 0) or, without that key, the architecture's default
-// period slide; they use rope.freq_base_swa (default 10000).
+// period slide; they use rope.freq_base_swa (default 10000 for gemma3,
+// rope.freq_base for gpt-oss).
 func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, err error) {
 	windows, bases = make([]int, hp.Layers), make([]float32, hp.Layers)
 	for i := range bases {
@@ -369,7 +409,10 @@ func layerAttention(f *gguf.File, hp HParams) (windows []int, bases []float32, e
 			sliding[i] = n == 0 || uint64(i)%n < n-1
 		}
 	}
-	base := float32(10000)
+	base := hp.RopeBase
+	if spec.swaBase10k {
+		base = 10000
+	}
 	if b, ok := f.Float(hp.Arch + ".rope.freq_base_swa"); ok {
 		base = float32(b)
 	}

@@ -35,7 +35,10 @@
 // The draw of generated token i uses a PCG generator (math/rand/v2) seeded
 // from SplitMix64(Params.Seed) and i. A sequence's output therefore depends
 // only on its seed, its logits and its history: not on batch composition,
-// not on preemption, and not on whether the Sampler was rebuilt.
+// not on preemption, not on whether the Sampler was rebuilt, and not on
+// speculative decoding, whose verification (runtime.Engine.StepDrafts)
+// calls Sample for each drafted position in turn and accepts a draft when
+// Sample returns it.
 //
 // # Logprobs
 //

@@ -31,6 +31,10 @@ type Model struct {
 	// result, and nothing is written to the cache.
 	Fail func(step int) error
 
+	// NoDrafts makes VerifiesDrafts false (a backend that cannot verify
+	// drafted tokens).
+	NoDrafts bool
+
 	bs int
 
 	mu    sync.Mutex
@@ -45,6 +49,7 @@ type StepRecord struct {
 	N       []int    // tokens fed
 	Pos     []int    // SeqStep.Pos
 	Sampled []bool   // a token was asked for
+	Draft   []int    // SeqStep.Draft
 }
 
 // NewModel returns a fake with a cache of numBlocks blocks of blockSize
@@ -92,6 +97,28 @@ func Reference(prompt []int32, n int, next func([]int32) int32) []int32 {
 // a sampler present exactly when Logits is not) is recorded as the model's
 // error (see Err) and gets no token.
 func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([]sample.Result, error) {
+	out, err := m.StepDrafts(ctx, seqs, samplers)
+	if out == nil {
+		return nil, err
+	}
+	res := make([]sample.Result, len(seqs))
+	for i, r := range out {
+		if len(r) > 0 {
+			res[i] = r[0]
+		}
+	}
+	return res, err
+}
+
+// VerifiesDrafts is !NoDrafts.
+func (m *Model) VerifiesDrafts() bool { return !m.NoDrafts }
+
+// StepDrafts is Step for rows that may carry drafts (SeqStep.Draft = k):
+// every token of the row is written to the cache, then position by
+// position Next of the history read back decides the token; a draft equal
+// to it is accepted, the first that differs ends the row. out[i] lists
+// row i's tokens: the accepted drafts, then Next after them.
+func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers []*sample.Sampler) ([][]sample.Result, error) {
 	if m.Gate != nil {
 		if m.AtGate != nil {
 			m.AtGate()
@@ -110,6 +137,7 @@ func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*samp
 		rec.N = append(rec.N, len(s.Tokens))
 		rec.Pos = append(rec.Pos, s.Pos)
 		rec.Sampled = append(rec.Sampled, s.Logits)
+		rec.Draft = append(rec.Draft, s.Draft)
 	}
 	if len(samplers) != len(seqs) {
 		m.setErr(fmt.Errorf("step %d: %d samplers for %d rows", step, len(samplers), len(seqs)))
@@ -130,10 +158,14 @@ func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*samp
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	res := make([]sample.Result, len(seqs))
+	res := make([][]sample.Result, len(seqs))
 	var hist []int32
 	for i, s := range seqs {
 		end := s.Pos + len(s.Tokens)
+		if s.Draft < 0 || s.Draft >= max(len(s.Tokens), 1) || (s.Draft > 0 && (!s.Logits || m.NoDrafts)) {
+			m.setErr(fmt.Errorf("step %d seq %d: %d drafts among %d tokens (Logits %v, NoDrafts %v)", step, s.Seq, s.Draft, len(s.Tokens), s.Logits, m.NoDrafts))
+			continue
+		}
 		if len(s.Tokens) == 0 || s.Pos < 0 || len(s.Blocks)*m.bs < end {
 			m.setErr(fmt.Errorf("step %d seq %d: %d tokens at %d, %d blocks", step, s.Seq, len(s.Tokens), s.Pos, len(s.Blocks)))
 			continue
@@ -153,7 +185,13 @@ func (m *Model) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*samp
 		for p := range end {
 			hist = append(hist, m.kv[s.Blocks[p/m.bs]][p%m.bs])
 		}
-		res[i].Token = next(hist)
+		for j := 0; j <= s.Draft; j++ {
+			tok := next(hist[:end-s.Draft+j])
+			res[i] = append(res[i], sample.Result{Token: tok})
+			if j == s.Draft || tok != hist[end-s.Draft+j] {
+				break
+			}
+		}
 	}
 	return res, nil
 }
@@ -163,6 +201,14 @@ func (m *Model) setErr(err error) {
 	if m.err == nil {
 		m.err = err
 	}
+}
+
+// BlockTokens returns a copy of the tokens the fake cache holds in block
+// b (-1 for a position never written).
+func (m *Model) BlockTokens(b int32) []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.kv[b])
 }
 
 // Err returns the first malformed row the model was given, if any.

@@ -53,7 +53,10 @@ const (
 	FinishReason_FINISH_REASON_CANCELLED FinishReason = 4
 	// Generation failed; error_message says why.
 	FinishReason_FINISH_REASON_ERROR FinishReason = 5
-	// The request waited in the queue longer than the server allows.
+	// Not sent by this server: a request that is not admitted within the
+	// server's queue timeout is refused like a full queue (RESOURCE_EXHAUSTED
+	// with ErrorInfo reason QUEUE_FULL and a RetryInfo; in Chat, a TurnError).
+	// Kept so that clients built against it still decode.
 	FinishReason_FINISH_REASON_TIMEOUT FinishReason = 6
 )
 
@@ -1387,9 +1390,15 @@ type Timings struct {
 	// From arrival to the first generated token.
 	TimeToFirstToken *durationpb.Duration `protobuf:"bytes,2,opt,name=time_to_first_token,json=timeToFirstToken" json:"time_to_first_token,omitempty"`
 	// From arrival to the end of generation.
-	Total         *durationpb.Duration `protobuf:"bytes,3,opt,name=total" json:"total,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Total *durationpb.Duration `protobuf:"bytes,3,opt,name=total" json:"total,omitempty"`
+	// Tokens drafted for this generation by speculative decoding (0 when the
+	// server does not speculate).
+	DraftTokens int32 `protobuf:"varint,4,opt,name=draft_tokens,json=draftTokens" json:"draft_tokens,omitempty"`
+	// Drafted tokens that verification accepted (included in
+	// Usage.completion_tokens); accepted / drafted is the acceptance rate.
+	AcceptedDraftTokens int32 `protobuf:"varint,5,opt,name=accepted_draft_tokens,json=acceptedDraftTokens" json:"accepted_draft_tokens,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Timings) Reset() {
@@ -1441,6 +1450,20 @@ func (x *Timings) GetTotal() *durationpb.Duration {
 		return x.Total
 	}
 	return nil
+}
+
+func (x *Timings) GetDraftTokens() int32 {
+	if x != nil {
+		return x.DraftTokens
+	}
+	return 0
+}
+
+func (x *Timings) GetAcceptedDraftTokens() int32 {
+	if x != nil {
+		return x.AcceptedDraftTokens
+	}
+	return 0
 }
 
 // ChatRequest is one message from the client on a Chat stream.
@@ -2624,12 +2647,14 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x05R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x05R\x10completionTokens\x12#\n" +
-	"\rcached_tokens\x18\x03 \x01(\x05R\fcachedTokens\"\xbe\x01\n" +
+	"\rcached_tokens\x18\x03 \x01(\x05R\fcachedTokens\"\x95\x02\n" +
 	"\aTimings\x128\n" +
 	"\n" +
 	"queue_wait\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\x12H\n" +
 	"\x13time_to_first_token\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x10timeToFirstToken\x12/\n" +
-	"\x05total\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05total\"z\n" +
+	"\x05total\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05total\x12!\n" +
+	"\fdraft_tokens\x18\x04 \x01(\x05R\vdraftTokens\x122\n" +
+	"\x15accepted_draft_tokens\x18\x05 \x01(\x05R\x13acceptedDraftTokens\"z\n" +
 	"\vChatRequest\x12,\n" +
 	"\x04turn\x18\x01 \x01(\v2\x16.inference.v1.ChatTurnH\x00R\x04turn\x122\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x18.inference.v1.ChatCancelH\x00R\x06cancelB\t\n" +
