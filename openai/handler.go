@@ -72,6 +72,13 @@ func New(cfg Config) (*Handler, error) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
 
+// Mount serves next at pattern (a ServeMux pattern, e.g. "POST
+// /v1/messages") on this handler's mux, inside its request-id, log and
+// HTTP-metrics layer: another door (package anthropic) shares the
+// listener, its TLS and its drain this way. next does its own auth and
+// error shape. Call it before serving.
+func (h *Handler) Mount(pattern string, next http.Handler) { h.mux.Handle(pattern, next) }
+
 // SetServing turns health (and admission) on or off.
 func (h *Handler) SetServing(ok bool) { h.serving.Store(ok) }
 

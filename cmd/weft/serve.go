@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/weft-inference/weft/anthropic"
 	"github.com/weft-inference/weft/cuda/gpumem"
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/openai"
@@ -402,6 +403,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		return err
 	}
 	var api *openai.Handler
+	var msgAPI *anthropic.Handler
 	if d.HTTP != nil {
 		api, err = openai.New(openai.Config{
 			Scheduler:  sched,
@@ -413,6 +415,20 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		})
 		if err != nil {
 			return err
+		}
+		// Anthropic's Messages API on the same listener: one mux, one
+		// TLS config, request ids, HTTP metrics and drain.
+		msgAPI, err = anthropic.New(anthropic.Config{
+			Scheduler:  sched,
+			Door:       door,
+			ModelNames: servedNames(c.ServedNames, m.Name),
+			AuthToken:  c.AuthToken,
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range anthropic.Routes {
+			api.Mount(p, msgAPI)
 		}
 	}
 
@@ -453,6 +469,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			}
 		}()
 		api.SetServing(true)
+		msgAPI.SetServing(true)
 		log.Info("openai http api", "addr", d.HTTP.Addr().String(), "tls", d.TLS != nil)
 	}
 	srv.SetServing(true)
@@ -481,6 +498,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	srv.BeginDrain()
 	if api != nil {
 		api.BeginDrain()
+		msgAPI.BeginDrain()
 	}
 	force := d.Force
 	if err2 == nil {

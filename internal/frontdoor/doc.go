@@ -1,6 +1,7 @@
 // Package frontdoor is the request pipeline every front door of weft
 // uses: the gRPC server (package server), the OpenAI-compatible HTTP API
-// (package openai) and any later door. A door decodes its wire format,
+// (package openai), Anthropic's Messages API (package anthropic) and any
+// later door. A door decodes its wire format,
 // calls this package, encodes the answer and maps errors; nothing else.
 //
 // One Door serves a whole process (cmd/weft builds it and hands it to
@@ -26,7 +27,8 @@
 //     (Follow), the send-stall limit (SendStallTimeout) and the queue
 //     timeout's outcome (ErrQueueTimeout, the same on every door);
 //   - the per-request metrics (TTFT, TPOT, e2e, queue time, success),
-//     fed from each Final by Follow and labelled door="grpc"|"openai".
+//     fed from each Final by Follow and labelled
+//     door="grpc"|"openai"|"anthropic".
 //
 // # Who owns what
 //

@@ -15,8 +15,9 @@ import (
 // Door labels: the front door a request came through (the "door" label
 // of the per-request metrics).
 const (
-	DoorGRPC   = "grpc"
-	DoorOpenAI = "openai"
+	DoorGRPC      = "grpc"
+	DoorOpenAI    = "openai"
+	DoorAnthropic = "anthropic"
 )
 
 // metrics are the per-request Prometheus series (vLLM's meanings, weft_
