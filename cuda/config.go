@@ -41,10 +41,10 @@ type KVConfig struct {
 	Utilization float64
 	// MaxBatchTokens is the largest number of tokens in one step the
 	// workspace is allocated for up front (it grows if a larger step comes);
-	// 0 means 2048.
+	// 0 means batch.DefaultMaxBatchTokens.
 	MaxBatchTokens int
 	// MaxSeqs is the largest number of sequences per step the logits buffer
-	// is allocated for up front; 0 means 256.
+	// is allocated for up front; 0 means batch.DefaultMaxSeqs.
 	MaxSeqs int
 }
 
@@ -53,10 +53,10 @@ func (c *KVConfig) validate() error {
 		c.BlockSize = batch.DefaultBlockSize
 	}
 	if c.MaxBatchTokens == 0 {
-		c.MaxBatchTokens = 2048
+		c.MaxBatchTokens = batch.DefaultMaxBatchTokens
 	}
 	if c.MaxSeqs == 0 {
-		c.MaxSeqs = 256
+		c.MaxSeqs = batch.DefaultMaxSeqs
 	}
 	switch {
 	case c.BlockSize < 0 || c.NumBlocks < 0 || c.MaxBatchTokens < 0 || c.MaxSeqs < 0:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -12,11 +13,11 @@ import (
 // OpenAI door read them from here (or from Scheduler.Limits).
 const (
 	// DefaultMaxSeqs is Config.MaxSeqs's default.
-	DefaultMaxSeqs = 256
+	DefaultMaxSeqs = batch.DefaultMaxSeqs
 	// DefaultMaxBatchTokens is Config.MaxBatchTokens's default (raised to
 	// MaxSeqs when that is larger, so every running sequence can decode in
 	// one step).
-	DefaultMaxBatchTokens = 2048
+	DefaultMaxBatchTokens = batch.DefaultMaxBatchTokens
 	// DefaultMaxWaiting is Config.MaxWaiting's default.
 	DefaultMaxWaiting = 1024
 	// DefaultMaxTokens is Config.DefaultMaxTokens's default: the

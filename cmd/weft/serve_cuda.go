@@ -34,11 +34,12 @@ func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.B
 		// the GPU's memory (--gpu-memory-utilization of the total, as vLLM
 		// does) and Plan shows the arithmetic.
 		per := batch.KVBytesPerBlock(m.HP.Layers, m.HP.KVHeads*m.HP.HeadDim, cudaBlockSize, 2) // the GPU caches F16
-		kv.NumBlocks = int(o.KVBytes / per)
-		if kv.NumBlocks < 1 {
+		plan, err := batch.PlanBlocks(uint64(o.KVBytes), uint64(per), cudaBlockSize, "kv pool (gpu): --kv-memory")
+		if err != nil {
 			dev.Close()
-			return nil, fmt.Errorf("--kv-memory %d bytes holds no %d-byte KV block", o.KVBytes, per)
+			return nil, fmt.Errorf("--kv-memory: %w", err)
 		}
+		kv.NumBlocks = plan.NumBlocks
 	}
 	b, err := cuda.NewBackend(dev, m.LM, kv)
 	if err != nil {

@@ -3,6 +3,8 @@ package gpumem
 import (
 	"errors"
 	"fmt"
+
+	"github.com/weft-inference/weft/runtime/batch"
 )
 
 // DefaultUtilization is the default --gpu-memory-utilization: the fraction of
@@ -10,8 +12,9 @@ import (
 // together, plus whatever was already in use when it started).
 const DefaultUtilization = 0.9
 
-// ErrNoRoom is returned when the budget leaves no room for a single KV block.
-var ErrNoRoom = errors.New("gpumem: no memory left for the KV cache")
+// ErrNoRoom is returned when the budget leaves no room for a single KV
+// block: batch.ErrNoKVRoom, the error of every pool sizing.
+var ErrNoRoom = batch.ErrNoKVRoom
 
 // GPUBudget is what BlocksForGPU needs to size the KV pool of a GPU.
 type GPUBudget struct {
@@ -33,25 +36,6 @@ type GPUBudget struct {
 	// DefaultUtilization. Must be in (0, 1].
 	Utilization float64
 }
-
-// Plan is the result of sizing a KV pool.
-type Plan struct {
-	// NumBlocks is the number of KV blocks to allocate.
-	NumBlocks int
-	// BytesPerBlock is the size of one block.
-	BytesPerBlock uint64
-	// BlockSize is the number of token positions per block.
-	BlockSize int
-	// KVBytes is NumBlocks * BytesPerBlock.
-	KVBytes uint64
-	// Tokens is NumBlocks * BlockSize: the positions that fit.
-	Tokens int
-	// Explain is the arithmetic, for the log.
-	Explain string
-}
-
-// String is the log line with the arithmetic.
-func (p Plan) String() string { return p.Explain }
 
 func (b *GPUBudget) validate() error {
 	if b.Utilization == 0 {
@@ -80,41 +64,23 @@ func (b *GPUBudget) validate() error {
 //
 // It fails with ErrNoRoom (wrapped, with the arithmetic) when not one block
 // fits.
-func BlocksForGPU(b GPUBudget) (Plan, error) {
+func BlocksForGPU(b GPUBudget) (batch.Plan, error) {
 	if err := b.validate(); err != nil {
-		return Plan{}, err
+		return batch.Plan{}, err
 	}
 	budget := uint64(b.Utilization * float64(b.Total))
 	taken := b.UsedAtStart + b.WeightsBytes + b.WorkspaceBytes
 	arith := fmt.Sprintf("%.2f x %s total = %s; minus %s in use at start, %s weights, %s workspace",
 		b.Utilization, GiB(b.Total), GiB(budget), GiB(b.UsedAtStart), GiB(b.WeightsBytes), GiB(b.WorkspaceBytes))
 	if taken >= budget || (budget-taken) < b.BytesPerBlock {
-		return Plan{}, fmt.Errorf("%w: %s leaves %s, less than one block of %d bytes (raise --gpu-memory-utilization or lower --max-batch-tokens)",
+		return batch.Plan{}, fmt.Errorf("%w: %s leaves %s, less than one block of %d bytes (raise --gpu-memory-utilization or lower --max-batch-tokens)",
 			ErrNoRoom, arith, signedGiB(int64(budget)-int64(taken)), b.BytesPerBlock)
 	}
 	avail := budget - taken
-	n := avail / b.BytesPerBlock
-	return makePlan(n, b.BytesPerBlock, b.BlockSize, fmt.Sprintf("kv pool (gpu): %s = %s for kv", arith, GiB(avail))), nil
+	return batch.PlanBlocks(avail, b.BytesPerBlock, b.BlockSize, "kv pool (gpu): "+arith+" leaves")
 }
 
-func makePlan(n, perBlock uint64, blockSize int, prefix string) Plan {
-	const maxBlocks = 1 << 30 // keeps NumBlocks*BlockSize far from int overflow
-	if n > maxBlocks {
-		n = maxBlocks
-	}
-	p := Plan{
-		NumBlocks:     int(n),
-		BytesPerBlock: perBlock,
-		BlockSize:     blockSize,
-		KVBytes:       n * perBlock,
-		Tokens:        int(n) * blockSize,
-	}
-	p.Explain = fmt.Sprintf("%s -> %d blocks x %d bytes per block = %s, %d tokens of %d per block",
-		prefix, p.NumBlocks, perBlock, GiB(p.KVBytes), p.Tokens, blockSize)
-	return p
-}
-
-// GiB formats a byte count as GiB with two decimals.
-func GiB(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+// GiB formats a byte count as GiB with two decimals (batch.GiB).
+func GiB(b uint64) string { return batch.GiB(b) }
 
 func signedGiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/weft-inference/weft/runtime/batch"
 )
 
 const gib = 1 << 30
@@ -15,19 +17,19 @@ func TestBlocksForGPU(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      GPUBudget
-		want    Plan
+		want    batch.Plan
 		wantErr error
 	}{
 		{
 			// 0.9*100 GiB = 90; 90 - 1 - 14 - 3 = 72 GiB of 2 MiB blocks.
 			name: "vllm rule",
 			in:   GPUBudget{Total: 100 * gib, UsedAtStart: 1 * gib, WeightsBytes: 14 * gib, WorkspaceBytes: 3 * gib, BytesPerBlock: 2 << 20, BlockSize: 16},
-			want: Plan{NumBlocks: 72 * 512, BytesPerBlock: 2 << 20, BlockSize: 16, KVBytes: 72 * gib, Tokens: 72 * 512 * 16},
+			want: batch.Plan{NumBlocks: 72 * 512, BytesPerBlock: 2 << 20, BlockSize: 16, KVBytes: 72 * gib, Tokens: 72 * 512 * 16},
 		},
 		{
 			name: "utilization given, rounds down",
 			in:   GPUBudget{Total: 10 * gib, Utilization: 0.5, WeightsBytes: 1 * gib, BytesPerBlock: 3 * gib, BlockSize: 32},
-			want: Plan{NumBlocks: 1, BytesPerBlock: 3 * gib, BlockSize: 32, KVBytes: 3 * gib, Tokens: 32},
+			want: batch.Plan{NumBlocks: 1, BytesPerBlock: 3 * gib, BlockSize: 32, KVBytes: 3 * gib, Tokens: 32},
 		},
 		{
 			name:    "weights do not fit",
@@ -50,7 +52,7 @@ func TestBlocksForGPU(t *testing.T) {
 			if tc.wantErr != nil {
 				return
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Plan{}, "Explain")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(batch.Plan{}, "Explain")); diff != "" {
 				t.Errorf("BlocksForGPU(%+v) mismatch (-want +got):\n%s", tc.in, diff)
 			}
 			for _, s := range []string{"weights", "workspace", "blocks x", "tokens"} {

@@ -20,11 +20,12 @@ const (
 	RAMFraction = 0.5
 	// DefaultMaxSeqs is the number of full contexts the pool sized from RAM
 	// holds at most; it is the scheduler's MaxSeqs default.
-	DefaultMaxSeqs = 256
+	DefaultMaxSeqs = batch.DefaultMaxSeqs
 )
 
-// ErrNoRoom is returned when the budget leaves no room for a single KV block.
-var ErrNoRoom = errors.New("cpu: no memory left for the KV cache")
+// ErrNoRoom is returned when the budget leaves no room for a single KV
+// block: batch.ErrNoKVRoom, the error of every pool sizing.
+var ErrNoRoom = batch.ErrNoKVRoom
 
 // PoolConfig is what PlanPool needs to size the KV pool (separate from the
 // model so that tests can size hypothetical machines).
@@ -70,33 +71,14 @@ func (c *PoolConfig) validate() error {
 	return nil
 }
 
-// Plan is the result of sizing a KV pool.
-type Plan struct {
-	// NumBlocks is the number of KV blocks to allocate (Config.NumBlocks).
-	NumBlocks int
-	// BytesPerBlock is the size of one block (batch.KVBytesPerBlock).
-	BytesPerBlock uint64
-	// BlockSize is the number of token positions per block.
-	BlockSize int
-	// KVBytes is NumBlocks * BytesPerBlock.
-	KVBytes uint64
-	// Tokens is NumBlocks * BlockSize: the positions that fit.
-	Tokens int
-	// Explain is the arithmetic, for the log.
-	Explain string
-}
-
-// String is the log line with the arithmetic.
-func (p Plan) String() string { return p.Explain }
-
 // PlanPool sizes the CPU KV pool. With KVMemory it is exactly
 // floor(KVMemory / bytes-per-block) blocks. Without, the budget is
 // RAMFraction of TotalRAM less the weights, capped at what MaxSeqs
 // sequences of the full context need. It fails with ErrNoRoom (wrapped,
 // with the arithmetic) when not one block fits.
-func PlanPool(c PoolConfig) (Plan, error) {
+func PlanPool(c PoolConfig) (batch.Plan, error) {
 	if err := c.validate(); err != nil {
-		return Plan{}, err
+		return batch.Plan{}, err
 	}
 	el := 2
 	if c.KVType == "f32" {
@@ -117,11 +99,11 @@ func PlanPool(c PoolConfig) (Plan, error) {
 	if c.TotalRAM > 0 {
 		ram, err := ramBudget(c.TotalRAM, c.WeightsBytes, RAMFraction)
 		if err != nil {
-			return Plan{}, fmt.Errorf("sizing the KV pool from RAM (set --kv-memory): %w", err)
+			return batch.Plan{}, fmt.Errorf("sizing the KV pool from RAM (set --kv-memory): %w", err)
 		}
 		if ram < capBytes {
 			budget = ram
-			why = fmt.Sprintf("%.2f x %s RAM less %s weights", RAMFraction, giB(c.TotalRAM), giB(c.WeightsBytes))
+			why = fmt.Sprintf("%.2f x %s RAM less %s weights", RAMFraction, batch.GiB(c.TotalRAM), batch.GiB(c.WeightsBytes))
 		}
 	}
 	p, err := blocksFor(budget, per, c.BlockSize)
@@ -132,26 +114,9 @@ func PlanPool(c PoolConfig) (Plan, error) {
 	return p, nil
 }
 
-// blocksFor sizes the pool from a byte budget: blocks = floor(budget /
-// bytes_per_block).
-func blocksFor(budget, perBlock uint64, blockSize int) (Plan, error) {
-	if budget < perBlock {
-		return Plan{}, fmt.Errorf("%w: kv memory budget %d bytes is less than one block of %d bytes", ErrNoRoom, budget, perBlock)
-	}
-	// maxBlocks keeps NumBlocks*BlockSize far from int overflow and within
-	// Config's bound.
-	const maxBlocks = 1 << 24
-	n := min(budget/perBlock, maxBlocks)
-	p := Plan{
-		NumBlocks:     int(n),
-		BytesPerBlock: perBlock,
-		BlockSize:     blockSize,
-		KVBytes:       n * perBlock,
-		Tokens:        int(n) * blockSize,
-	}
-	p.Explain = fmt.Sprintf("kv pool (cpu): budget %s -> %d blocks x %d bytes per block = %s, %d tokens of %d per block",
-		giB(budget), p.NumBlocks, perBlock, giB(p.KVBytes), p.Tokens, blockSize)
-	return p, nil
+// blocksFor sizes the pool from a byte budget (batch.PlanBlocks).
+func blocksFor(budget, perBlock uint64, blockSize int) (batch.Plan, error) {
+	return batch.PlanBlocks(budget, perBlock, blockSize, "kv pool (cpu): budget")
 }
 
 // ramBudget returns the KV budget in bytes as a fraction of totalRAM, less
@@ -159,7 +124,7 @@ func blocksFor(budget, perBlock uint64, blockSize int) (Plan, error) {
 func ramBudget(totalRAM, weightsBytes uint64, fraction float64) (uint64, error) {
 	b := uint64(fraction * float64(totalRAM))
 	if b <= weightsBytes {
-		return 0, fmt.Errorf("%w: %.2f x %s RAM = %s does not exceed the %s of weights", ErrNoRoom, fraction, giB(totalRAM), giB(b), giB(weightsBytes))
+		return 0, fmt.Errorf("%w: %.2f x %s RAM = %s does not exceed the %s of weights", ErrNoRoom, fraction, batch.GiB(totalRAM), batch.GiB(b), batch.GiB(weightsBytes))
 	}
 	return b - weightsBytes, nil
 }
@@ -187,6 +152,3 @@ func parseMemTotal(data []byte) (uint64, error) {
 	}
 	return 0, errors.New("cpu: no MemTotal in meminfo")
 }
-
-// giB formats a byte count as GiB with two decimals.
-func giB(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }

@@ -260,7 +260,7 @@ func run(c config, r *report) error {
 	return nil
 }
 
-const blockSize = 16
+const blockSize = batch.DefaultBlockSize
 
 // seqRun is one sequence being decoded greedily on some backend.
 type seqRun struct {
