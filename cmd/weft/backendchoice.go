@@ -10,17 +10,22 @@ import (
 	"github.com/weft-inference/weft/runtime/kernels"
 )
 
+// This file is the one place a backend is chosen: serve (newBackend) and
+// the in-process commands (generate, bench --engine) all go through
+// pickBackend.
+
 // pickBackend builds the backend that --backend choice (auto, cpu, cuda)
-// selects for the in-process commands (generate, bench --engine), and says
-// why it is the one: cpu and cuda as asked (cuda fails without CUDA);
-// auto takes CUDA when it opens, else the CPU with what CUDA answered.
-// co configures the CUDA backend, cc the CPU one. invariant is
-// --batch-invariant, which only the CPU backend runs: auto then refuses a
-// CUDA backend that opens (errBatchInvariantCUDA).
-func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions, cc cpu.Config) (batch.Backend, string, error) {
+// selects, and says why it is the one: cpu and cuda as asked (cuda fails
+// without CUDA); auto takes CUDA when it opens, else the CPU with what CUDA
+// answered. co configures the CUDA backend; cc gives the CPU one's config,
+// called only when the CPU runs (serve sizes its pool from RAM there).
+// invariant is --batch-invariant, which only the CPU backend runs: auto
+// then refuses a CUDA backend that opens (errBatchInvariantCUDA). log gets
+// CUDA's log lines and the fallback.
+func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions, cc func() (cpu.Config, error), log *slog.Logger) (batch.Backend, string, error) {
 	why := "--backend " + choice
 	if choice != "cpu" {
-		b, err := newCUDABackend(m, co, slog.New(slog.DiscardHandler))
+		b, err := newCUDABackend(m, co, log)
 		if err == nil {
 			if invariant {
 				b.Close()
@@ -32,8 +37,13 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 			return nil, "", fmt.Errorf("--backend cuda: %w", err)
 		}
 		why = "--backend auto: CUDA unavailable: " + err.Error()
+		log.Info("CUDA unavailable; using the CPU backend", "reason", err)
 	}
-	b, err := m.NewCPUBackend(cc)
+	c, err := cc()
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := m.NewCPUBackend(c)
 	if err != nil {
 		return nil, "", err
 	}
@@ -41,6 +51,51 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 		why += "; " + batchInvariantWhy
 	}
 	return b, why, nil
+}
+
+// newBackend picks serve's backend for m (pickBackend); why says why (for
+// the log and GetModelInfo). On the CPU the KV pool is sized by
+// cpu.PlanPool from --kv-memory or RAM.
+func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
+	co := cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil, MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}
+	return pickBackend(m, c.Backend, c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
+}
+
+// servePool sizes serve's CPU KV pool (cpu.PlanPool) and logs the plan.
+func servePool(c serveConfig, m *runtime.Model, log *slog.Logger) (cpu.Config, error) {
+	pool := cpu.PoolConfig{
+		KVMemory: c.KVMemory, WeightsBytes: weightsBytes(m),
+		Layers: m.HP.Layers, KVDim: m.HP.KVHeads * m.HP.HeadDim, ContextLen: m.HP.ContextLen,
+		MaxSeqs: c.MaxSeqs, KVType: "f16",
+	}
+	if c.KVMemory == 0 {
+		ram, err := cpu.SystemMemory()
+		if err != nil {
+			log.Warn("RAM size unknown; KV pool capped by max-seqs x context only", "err", err)
+		}
+		pool.TotalRAM = ram
+	}
+	plan, err := cpu.PlanPool(pool)
+	if err != nil {
+		return cpu.Config{}, err
+	}
+	if plan.NumBlocks < 2 {
+		return cpu.Config{}, fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
+	}
+	log.Info("kv pool sized", "plan", plan.String())
+	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks}, nil
+}
+
+// weightsBytes is the size of m's tensors in its file (0 if unknown).
+func weightsBytes(m *runtime.Model) uint64 {
+	if m.File == nil {
+		return 0
+	}
+	var n uint64
+	for _, t := range m.File.Tensors {
+		n += uint64(len(t.Data))
+	}
+	return n
 }
 
 // batchInvariantUsage is --batch-invariant's help in every command.

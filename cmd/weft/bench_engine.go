@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -150,10 +151,13 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	// perSeq tokens each and returns the blocks per sequence.
 	var backendName, backendWhy string
 	newBackend := func(seqs, tokens int) (batch.Backend, int, error) {
-		const bs = 16
+		const bs = batch.DefaultBlockSize
 		b, why, err := pickBackend(m, *backendFlag, *invariant,
 			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
-			cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)})
+			func() (cpu.Config, error) {
+				return cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)}, nil
+			},
+			slog.New(slog.DiscardHandler))
 		if err != nil {
 			return nil, 0, err
 		}

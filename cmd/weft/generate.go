@@ -176,10 +176,12 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	}
 	maxTokens := min(c.MaxTokens, ctxLen-len(prompt))
 	total := len(prompt) + maxTokens
-	const bs = 16
+	const bs = batch.DefaultBlockSize
 	b, why, err := pickBackend(m, c.Backend, c.BatchInvariant,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
-		cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads})
+		func() (cpu.Config, error) {
+			return cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads}, nil
+		}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

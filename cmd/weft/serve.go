@@ -26,7 +26,6 @@ import (
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
@@ -225,69 +224,6 @@ type healthReporter interface {
 type memoryWatcher interface {
 	MemoryGate() scheduler.Capacity
 	MemoryCollectors() []prometheus.Collector
-}
-
-// weightsBytes is the size of m's tensors in its file (0 if unknown).
-func weightsBytes(m *runtime.Model) uint64 {
-	if m.File == nil {
-		return 0
-	}
-	var n uint64
-	for _, t := range m.File.Tensors {
-		n += uint64(len(t.Data))
-	}
-	return n
-}
-
-// newBackend picks the backend for m; why says why (for the log and
-// GetModelInfo).
-func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
-	if c.Backend == "cuda" || c.Backend == "auto" {
-		b, err := newCUDABackend(m, cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil,
-			MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}, log)
-		if err == nil && c.BatchInvariant {
-			b.Close()
-			return nil, "", errBatchInvariantCUDA("--backend " + c.Backend)
-		}
-		if err == nil {
-			return b, "--backend " + c.Backend, nil
-		}
-		if c.Backend == "cuda" {
-			return nil, "", fmt.Errorf("--backend cuda: %w", err)
-		}
-		why = "CUDA unavailable: " + err.Error()
-		log.Info("CUDA unavailable; using the CPU backend", "reason", err)
-	} else {
-		why = "--backend " + c.Backend
-	}
-	pool := cpu.PoolConfig{
-		KVMemory: c.KVMemory, WeightsBytes: weightsBytes(m),
-		Layers: m.HP.Layers, KVDim: m.HP.KVHeads * m.HP.HeadDim, ContextLen: m.HP.ContextLen,
-		MaxSeqs: c.MaxSeqs, KVType: "f16",
-	}
-	if c.KVMemory == 0 {
-		ram, err := cpu.SystemMemory()
-		if err != nil {
-			log.Warn("RAM size unknown; KV pool capped by max-seqs x context only", "err", err)
-		}
-		pool.TotalRAM = ram
-	}
-	plan, err := cpu.PlanPool(pool)
-	if err != nil {
-		return nil, "", err
-	}
-	if plan.NumBlocks < 2 {
-		return nil, "", fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
-	}
-	log.Info("kv pool sized", "plan", plan.String())
-	cb, err := m.NewCPUBackend(cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks})
-	if err != nil {
-		return nil, "", err
-	}
-	if c.BatchInvariant {
-		why += "; " + batchInvariantWhy
-	}
-	return cb, why, nil
 }
 
 // serveDeps are what serve runs on: a loaded model and its backend.

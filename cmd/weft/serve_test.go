@@ -507,7 +507,7 @@ func TestServeFallbackReason(t *testing.T) {
 	for _, tc := range []struct {
 		backend, why string
 	}{
-		{"auto", "CUDA unavailable: cuInit: CUDA_ERROR_NO_DEVICE"},
+		{"auto", "--backend auto: CUDA unavailable: cuInit: CUDA_ERROR_NO_DEVICE"},
 		{"cpu", "--backend cpu"},
 	} {
 		c, err := parseServeFlags([]string{"--backend", tc.backend, "--kv-memory", "1MiB"})
