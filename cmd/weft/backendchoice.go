@@ -8,6 +8,7 @@ import (
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/kernels"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 // This file is the one place a backend is chosen: serve (newBackend) and
@@ -61,11 +62,23 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Back
 	return pickBackend(m, c.Backend, c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
 }
 
-// servePool sizes serve's CPU KV pool (cpu.PlanPool) and logs the plan.
+// servePool sizes serve's CPU KV pool (servePlan) and logs the plan.
 func servePool(c serveConfig, m *runtime.Model, log *slog.Logger) (cpu.Config, error) {
+	plan, err := servePlan(c, m.HP, weightsBytes(m), log)
+	if err != nil {
+		return cpu.Config{}, err
+	}
+	log.Info("kv pool sized", "plan", plan.String())
+	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks}, nil
+}
+
+// servePlan is serve's CPU KV pool for a model of shape hp whose weights
+// take weights bytes: cpu.PlanPool from --kv-memory or RAM. It is computed
+// before the model loads too (estimateMemory), so it needs no model.
+func servePlan(c serveConfig, hp llama.HParams, weights uint64, log *slog.Logger) (batch.Plan, error) {
 	pool := cpu.PoolConfig{
-		KVMemory: c.KVMemory, WeightsBytes: weightsBytes(m),
-		Layers: m.HP.Layers, KVDim: m.HP.KVHeads * m.HP.HeadDim, ContextLen: m.HP.ContextLen,
+		KVMemory: c.KVMemory, WeightsBytes: weights,
+		Layers: hp.Layers, KVDim: hp.KVHeads * hp.HeadDim, ContextLen: hp.ContextLen,
 		MaxSeqs: c.MaxSeqs, KVType: "f16",
 	}
 	if c.KVMemory == 0 {
@@ -77,13 +90,12 @@ func servePool(c serveConfig, m *runtime.Model, log *slog.Logger) (cpu.Config, e
 	}
 	plan, err := cpu.PlanPool(pool)
 	if err != nil {
-		return cpu.Config{}, err
+		return plan, err
 	}
 	if plan.NumBlocks < 2 {
-		return cpu.Config{}, fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
+		return plan, fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
 	}
-	log.Info("kv pool sized", "plan", plan.String())
-	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks}, nil
+	return plan, nil
 }
 
 // weightsBytes is the size of m's tensors in its file (0 if unknown).

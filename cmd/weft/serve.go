@@ -659,6 +659,12 @@ func loadServeModel(c serveConfig, log *slog.Logger) (*runtime.Model, error) {
 		}
 		return m, err
 	}
+	if c.Backend != "cuda" {
+		// Before anything is read: what the CPU backend will hold.
+		if e, err := estimateMemory(c, c.Model, log); err == nil {
+			e.log(log)
+		}
+	}
 	if err := preloadModel(c.Model, log); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/llama"
 )
 
 // Pool sizing defaults.
@@ -151,4 +152,28 @@ func parseMemTotal(data []byte) (uint64, error) {
 		}
 	}
 	return 0, errors.New("cpu: no MemTotal in meminfo")
+}
+
+// StepScratchBytes is the memory the CPU backend's per-step buffers take for
+// a step of tokens positions of which logits return logits: the
+// activations (backend.grow) and, for a mixture-of-experts model, the
+// routing and expert-grouped buffers (moeScratch.grow), as those functions
+// size them for exactly that step. The buffers grow to the largest step
+// seen (doubling), so a server's steady figure is at most twice this for
+// its largest step. The attention workers' per-thread F32 copies of a
+// sequence's KV come on top; they are bounded by the context, not the
+// batch.
+func StepScratchBytes(hp llama.HParams, tokens, logits int) uint64 {
+	qDim, kvDim := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	const bases = 2 // rotary tables: at most two bases (gemma3's local and global layers)
+	f32 := 3*hp.Dim + 2*qDim + 2*kvDim + 2*hp.FFN + hp.HeadDim*bases + max(hp.Dim, hp.FFN, hp.MoE.FFN, qDim)
+	u16 := max(hp.Dim, hp.FFN, hp.MoE.FFN, qDim, 2*kvDim)
+	n := uint64(tokens)*uint64(4*f32+2*u16) + uint64(logits)*uint64(4*(hp.Dim+hp.VocabSize))
+	if e, k := hp.MoE.Experts, hp.MoE.Used; e > 0 {
+		// logits, weights (f32), selection and order (int32), grouped
+		// inputs and outputs, gate and up, the per-choice outputs.
+		per := 4 * (e + 2*k + 2*hp.Dim + 2*hp.MoE.FFN + k*hp.Dim + k)
+		n += uint64(tokens) * uint64(per)
+	}
+	return n
 }
