@@ -20,7 +20,8 @@
 #   --llama-build DIR  a ready native llama.cpp build (its bin/ holds llama-bench; missing
 #                      llama-batched-bench / llama-cli targets are built there); no native build
 #   --work DIR         build directories, models, logs and results (default /tmp/weft-vs-llamacpp)
-#   --types LIST       the preset's types to compare (default "F16 Q8_0 Q4_K_M")
+#   --types LIST       the preset's types to compare (default "F16 Q8_0 Q4_K_M"; any `weft gen-model --type`:
+#                      also Q4_0, Q6_K, IQ4_NL, IQ4_XS, MXFP4, and MXFP4_MOE for the MoE presets)
 #   --preset NAME      the `weft gen-model` preset to write and compare (default synth-110m)
 #   --rounds N         rounds of every run (default 2)
 #   --threads T        threads for both programs (default: nproc)

@@ -25,7 +25,9 @@ func runGenModel(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
 		" (llama-3.2-1b, qwen3-1.7b, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
 		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all five with a generated 32000-token vocabulary)")
-	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, or Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers)")
+	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, "+
+		"Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers) "+
+		"or MXFP4_MOE (MoE presets: experts MXFP4, the rest Q8_0, as gpt-oss is released)")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +45,11 @@ func runGenModel(ctx context.Context, args []string) error {
 	}
 	if strings.EqualFold(*typ, "Q4_K_M") {
 		cfg.Type, cfg.MoreBitsQ6K = gguf.TypeQ4_K, true
+	} else if strings.EqualFold(*typ, "MXFP4_MOE") {
+		if cfg.MoE == nil {
+			return fmt.Errorf("--type MXFP4_MOE needs a mixture-of-experts preset (qwen3moe-1.5b, gptoss-1.5b)")
+		}
+		cfg.Type, cfg.ExpertsMXFP4 = gguf.TypeQ8_0, true
 	} else if cfg.Type, err = parseType(*typ); err != nil {
 		return err
 	}
@@ -95,17 +102,21 @@ func writeModel(cfg llama.GenConfig, path string) error {
 	if cfg.MoreBitsQ6K {
 		typ += " with Q6_K layers (Q4_K_M mix)"
 	}
+	if cfg.ExpertsMXFP4 {
+		typ += " with MXFP4 experts (MXFP4_MOE mix)"
+	}
 	slog.Info("wrote random-weight model (NOT a trained model)", "path", path, "name", cfg.Name, "type", typ)
 	return nil
 }
 
 func parseType(s string) (gguf.Type, error) {
-	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4} {
 		if strings.EqualFold(s, t.String()) {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K or Q4_K_M", s)
+	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K_M or MXFP4_MOE", s)
 }
 
 // tokenizerKVs reads the tokenizer.* keys of a GGUF.

@@ -37,9 +37,13 @@ type GenConfig struct {
 	// SentencePiece vocabulary of exactly this size); with Tokenizer it must
 	// be 0 or match the copied vocabulary.
 	VocabSize int
-	// Type is the type of every 2-D tensor (F32, F16, Q8_0, Q4_0, Q4_K or
-	// Q6_K); norms stay F32.
+	// Type is the type of every 2-D tensor (F32, F16, Q8_0, Q4_0, Q4_K,
+	// Q6_K, IQ4_NL, IQ4_XS or MXFP4); norms stay F32.
 	Type gguf.Type
+	// ExpertsMXFP4 writes a mixture of experts' stacked expert tensors as
+	// MXFP4 and the rest as Type: llama.cpp's MXFP4_MOE layout (gpt-oss's
+	// own release), with Type Q8_0.
+	ExpertsMXFP4 bool
 	// MoreBitsQ6K makes the file a Q4_K_M-style mix, as llama.cpp's
 	// quantizer lays it out: the output matrix, and the attention V and FFN
 	// down matrices of the first and last eighth of the layers and of every
@@ -145,9 +149,13 @@ func (c *GenConfig) validate() error {
 		c.RopeBase = 10000
 	}
 	switch c.Type {
-	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K:
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4:
 	default:
-		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0, Q4_K or Q6_K)", ErrUnsupported, c.Type)
+		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4)", ErrUnsupported, c.Type)
+	}
+	if c.ExpertsMXFP4 && c.MoE == nil {
+		return fmt.Errorf("%w: generate: MXFP4 experts without a mixture of experts", ErrUnsupported)
 	}
 	for _, n := range []int{c.Dim, c.FFN, c.Heads * c.HeadDim} {
 		if n%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && n%gguf.TypeQ6_K.BlockLen() != 0 {

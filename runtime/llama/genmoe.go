@@ -68,7 +68,8 @@ func (g *MoEGen) validate(c *GenConfig) error {
 	if g.Experts <= 0 || g.Used <= 0 || g.Used > g.Experts || g.FFN <= 0 {
 		return fmt.Errorf("llama: generate: MoE shape %+v", *g)
 	}
-	if g.FFN%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && g.FFN%gguf.TypeQ6_K.BlockLen() != 0 {
+	if g.FFN%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && g.FFN%gguf.TypeQ6_K.BlockLen() != 0 ||
+		c.ExpertsMXFP4 && (g.FFN%gguf.TypeMXFP4.BlockLen() != 0 || c.Dim%gguf.TypeMXFP4.BlockLen() != 0) {
 		return fmt.Errorf("llama: generate: expert width %d is not a multiple of the %s block (%d)", g.FFN, c.Type, c.Type.BlockLen())
 	}
 	if c.TiedOutput {
@@ -176,6 +177,9 @@ func generateMoE(c GenConfig, w io.Writer) error {
 			typ := c.Type
 			if c.MoreBitsQ6K && (m.name == "attn_v.weight" || m.name == "ffn_down_exps.weight") && useMoreBits(c, l) {
 				typ = gguf.TypeQ6_K
+			}
+			if c.ExpertsMXFP4 && m.n > 1 {
+				typ = gguf.TypeMXFP4
 			}
 			if err := mat(p+m.name, typ, m.n, m.rows, m.cols, m.std); err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // tinyGGUF generates a small model and lets mutate edit the writer's input
@@ -240,5 +241,45 @@ func TestLlama3ScalingKeys(t *testing.T) {
 	}
 	if len(m.RopeFreqs) != m.HP.HeadDim/2 || m.RopeFreqs[0] != 1 || m.RopeFreqs[len(m.RopeFreqs)-1] != 8 {
 		t.Errorf("rope freq factors %v", m.RopeFreqs)
+	}
+}
+
+// TestGenerateIQ4Types: the 4-bit table types generate and load as the
+// type of every matrix (gen-model --type IQ4_NL, IQ4_XS, MXFP4), and
+// IQ4_XS refuses rows that are not whole 256-value super-blocks.
+func TestGenerateIQ4Types(t *testing.T) {
+	for _, typ := range []gguf.Type{gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4} {
+		t.Run(typ.String(), func(t *testing.T) {
+			cfg := tinyCfg()
+			cfg.Type = typ
+			cfg.Dim, cfg.FFN = 256, 512
+			var a bytes.Buffer
+			if err := Generate(cfg, &a); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(a.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []quant.Weight{m.Layers[0].Wq, m.Layers[1].WDown, m.Layers[1].WGate} {
+				if w.Type != typ {
+					t.Errorf("matrix type %s, want %s", w.Type, typ)
+				}
+			}
+		})
+	}
+	cfg := tinyCfg()
+	cfg.Type = gguf.TypeIQ4_XS // 64 wide: not a multiple of 256
+	if err := Generate(cfg, &bytes.Buffer{}); err == nil {
+		t.Error("IQ4_XS accepted rows of 64")
+	}
+	cfg = tinyCfg()
+	cfg.ExpertsMXFP4 = true
+	if err := Generate(cfg, &bytes.Buffer{}); err == nil {
+		t.Error("MXFP4 experts accepted for a dense model")
 	}
 }

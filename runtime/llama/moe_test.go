@@ -194,9 +194,13 @@ func tinyMoE(arch string, typ gguf.Type) GenConfig {
 // gives the same bytes.
 func TestGenerateMoE(t *testing.T) {
 	for _, arch := range []string{"qwen3moe", "gpt-oss"} {
-		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
+		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeMXFP4} {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
 				c := tinyMoE(arch, typ)
+				if typ == gguf.TypeMXFP4 { // MXFP4_MOE: experts MXFP4, the rest Q8_0
+					c = tinyMoE(arch, gguf.TypeQ8_0)
+					c.ExpertsMXFP4 = true
+				}
 				var a, b bytes.Buffer
 				if err := Generate(c, &a); err != nil {
 					t.Fatal(err)
@@ -232,8 +236,11 @@ func TestGenerateMoE(t *testing.T) {
 				var window []int
 				for _, l := range m.Layers {
 					window = append(window, l.Window)
-					if l.MoE == nil || l.MoE.Gate[3].Type != typ {
+					if l.MoE == nil || l.MoE.Gate[3].Type != typ || l.MoE.Down[1].Type != typ {
 						t.Fatalf("experts not loaded as %v", typ)
+					}
+					if c.ExpertsMXFP4 && l.Wq.Type != gguf.TypeQ8_0 {
+						t.Fatalf("attention %v, want Q8_0 beside MXFP4 experts", l.Wq.Type)
 					}
 				}
 				if d := cmp.Diff(wantWindow, window); d != "" {

@@ -41,6 +41,8 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 		enc = quantQ6_K
 	case gguf.TypeIQ4_NL:
 		enc = quantIQ4_NL
+	case gguf.TypeIQ4_XS:
+		enc = quantIQ4_XS
 	case gguf.TypeMXFP4:
 		enc = quantMXFP4
 	default:

@@ -31,6 +31,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{gguf.TypeQ4_K, 0.1},
 		{gguf.TypeQ6_K, 0.03},
 		{gguf.TypeIQ4_NL, 0.1},
+		{gguf.TypeIQ4_XS, 0.1},
 		{gguf.TypeMXFP4, 0.25},
 	}
 	var amax float64
@@ -156,4 +157,46 @@ func firstBitDiff(a, b []float32) int {
 		}
 	}
 	return -1
+}
+
+// TestQuantizeIQ4XSNearest: IQ4_XS with sub-blocks of very different
+// magnitudes: with the scales the encoder stored (d and each sub-block's
+// 6-bit ls), every value took the entry nearest to it, and the sub-block
+// scale is within one step of the one that maps its largest magnitude to
+// the table's end.
+func TestQuantizeIQ4XSNearest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	src := make([]float32, 16*256)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64() * math.Exp(float64((i/32)%8)-4))
+	}
+	data, err := Quantize(gguf.TypeIQ4_XS, src, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(src))
+	if err := Dequantize(gguf.TypeIQ4_XS, data, got); err != nil {
+		t.Fatal(err)
+	}
+	for b := range len(src) / 256 {
+		blk := data[b*136 : (b+1)*136]
+		d := F16ToF32(binary.LittleEndian.Uint16(blk))
+		sh := binary.LittleEndian.Uint16(blk[2:])
+		for ib := range 8 {
+			dl := d * float32(iq4xsScale(sh, blk[4:8], ib)-32)
+			var amax float64
+			for i := b*256 + 32*ib; i < b*256+32*ib+32; i++ {
+				amax = max(amax, math.Abs(float64(src[i])))
+				err := math.Abs(float64(got[i] - src[i]))
+				for _, v := range iq4Values {
+					if c := math.Abs(float64(dl*float32(v) - src[i])); c < err-1e-6*amax-1e-30 {
+						t.Fatalf("block %d sub-block %d value %d: %g became %g, but %g is nearer", b, ib, i, src[i], got[i], dl*float32(v))
+					}
+				}
+			}
+			if want := amax / 127; math.Abs(math.Abs(float64(dl))-want) > float64(d)/2+1e-6*want {
+				t.Errorf("block %d sub-block %d: scale %g, want %g within half of d %g", b, ib, dl, want, d)
+			}
+		}
+	}
 }
