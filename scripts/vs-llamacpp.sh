@@ -4,7 +4,7 @@
 # Prints the CPU (model, family, vector flags, last-level cache) first. Builds llama.cpp outside
 # this repository, once with its native flags and, where the CPU has AMX, once more with AMX off
 # (AVX-512 on), builds weft, writes the files of one `weft gen-model` preset (synth-110m unless
-# --preset names another: llama-3.2-1b, qwen3-1.7b, gemma3-1b, the MoE presets), then runs, round after
+# --preset names another: llama-3.2-1b, qwen3-0.6b, qwen3-1.7b, gemma3-270m, gemma3-1b, the MoE presets), then runs, round after
 # round, for each file: llama-bench (prompt 128, decode 64), llama-batched-bench (decode at 1, 4,
 # 16, 64 sequences), `weft bench --engine` (the same shapes), and the whole-process wall time of
 # a 128-token greedy run (llama-completion, llama-cli or llama-simple against `weft generate`,
@@ -13,18 +13,20 @@
 # seconds over weft seconds).
 #
 # usage: scripts/vs-llamacpp.sh [--src DIR] [--llama-build DIR] [--work DIR] [--types "F16 Q8_0 Q4_K_M"]
-#            [--preset NAME] [--rounds N] [--threads T] [--prompt TEXT] [--weft BIN]
+#            [--preset NAME] [--rounds N] [--threads T] [--seqs LIST] [--prompt TEXT] [--weft BIN]
 #
 #   --src DIR          llama.cpp source to build (default: the release the npm package
 #                      node-llama-cpp@3.22.1 bundles, unpacked under the work directory)
-#   --llama-build DIR  a ready native llama.cpp build (its bin/ holds llama-bench; missing
-#                      llama-batched-bench / llama-cli targets are built there); no native build
+#   --llama-build DIR  a ready llama.cpp build (its bin/ holds llama-bench; missing
+#                      llama-batched-bench / llama-cli targets are built there), the only one
+#                      compared: nothing else is built (on an AMX CPU give an AMX-off build for Q8_0)
 #   --work DIR         build directories, models, logs and results (default /tmp/weft-vs-llamacpp)
 #   --types LIST       the preset's types to compare (default "F16 Q8_0 Q4_K_M"; any `weft gen-model --type`:
 #                      also Q4_0, Q6_K, IQ4_NL, IQ4_XS, MXFP4, and MXFP4_MOE for the MoE presets)
 #   --preset NAME      the `weft gen-model` preset to write and compare (default synth-110m)
 #   --rounds N         rounds of every run (default 2)
 #   --threads T        threads for both programs (default: nproc)
+#   --seqs LIST        sequence counts of the batched decode, comma-separated (default 1,4,16,64)
 #   --prompt TEXT      prompt of the 128-token wall-time run (default "Once upon a time")
 #   --weft BIN         weft binary to use (default: built from this checkout)
 #
@@ -39,6 +41,7 @@ types="F16 Q8_0 Q4_K_M"
 preset=synth-110m
 rounds=2
 threads="$(nproc)"
+seqs="1,4,16,64"
 prompt="Once upon a time"
 weft=""
 while [[ $# -gt 0 ]]; do
@@ -50,6 +53,7 @@ while [[ $# -gt 0 ]]; do
 	--preset) preset="$2"; shift 2 ;;
 	--rounds) rounds="$2"; shift 2 ;;
 	--threads) threads="$2"; shift 2 ;;
+	--seqs) seqs="$2"; shift 2 ;;
 	--prompt) prompt="$2"; shift 2 ;;
 	--weft) weft="$2"; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -58,6 +62,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --rounds must be a positive count" >&2; exit 2; }
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --threads must be a positive count" >&2; exit 2; }
+[[ "$seqs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "vs-llamacpp: --seqs must be counts separated by commas" >&2; exit 2; }
+maxseqs="$(tr ',' '\n' <<<"$seqs" | sort -n | tail -1)"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 case "$(realpath -m "$work")/" in
@@ -153,12 +159,12 @@ build_llama() {
 builds=()
 if [[ -n "$llama_build" ]]; then
 	build_llama "$(cd "$llama_build" && pwd)"
-	builds+=("native=$(cd "$llama_build" && pwd)")
+	builds+=("$(basename "$llama_build")=$(cd "$llama_build" && pwd)")
 else
 	build_llama "$work/build-native" -DGGML_NATIVE=ON
 	builds+=("native=$work/build-native")
 fi
-if [[ "$amx" == yes ]]; then
+if [[ "$amx" == yes && -z "$llama_build" ]]; then
 	build_llama "$work/build-noamx" "${noamx_flags[@]}"
 	builds+=("no-AMX=$work/build-noamx")
 fi
@@ -211,7 +217,7 @@ for e in json.load(open(sys.argv[1])):
     elif e["n_gen"] > 0 and e["n_prompt"] == 0:
         print(sys.argv[2], "tg64", e["avg_ts"])
 EOF
-	"$dir/bin/llama-batched-bench" -m "$f" -c 12800 -b 2048 -ub 512 -npp 128 -ntg 64 -npl 1,4,16,64 \
+	"$dir/bin/llama-batched-bench" -m "$f" -c $((maxseqs * 192 + 512)) -b 2048 -ub 512 -npp 128 -ntg 64 -npl "$seqs" \
 		-t "$threads" --output-format jsonl >"$log-batched.txt" 2>&1 </dev/null ||
 		{ echo "vs-llamacpp: llama-batched-bench failed (see $log-batched.txt)" >&2; exit 1; }
 	python3 - "$log-batched.txt" "$r $t $label" >>"$results" <<'EOF'
@@ -239,7 +245,7 @@ EOF
 run_weft() { # round type
 	local r="$1" t="$2" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-weft"
 	echo "round $r $t: weft"
-	GOMAXPROCS="$threads" "$weft" bench --engine --model "$f" --seqs 1,4,16,64 --steps 64 --context 128 \
+	GOMAXPROCS="$threads" "$weft" bench --engine --model "$f" --seqs "$seqs" --steps 64 --context 128 \
 		--prompt 128 --format json >"$log-bench.json" 2>"$log-bench.err" ||
 		{ echo "vs-llamacpp: weft bench failed (see $log-bench.err)" >&2; exit 1; }
 	python3 - "$log-bench.json" "$r $t weft" >>"$results" <<'EOF'

@@ -23,8 +23,8 @@ func runGenModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen-model", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF path (required)")
 	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
-		" (llama-3.2-1b, qwen3-1.7b, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
-		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all five with a generated 32000-token vocabulary)")
+		" (llama-3.2-1b, qwen3-0.6b, qwen3-1.7b, gemma3-270m, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
+		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all with a generated 32000-token vocabulary)")
 	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, "+
 		"Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers) "+
 		"or MXFP4_MOE (MoE presets: experts MXFP4, the rest Q8_0, as gpt-oss is released)")

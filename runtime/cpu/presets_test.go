@@ -26,7 +26,9 @@ func TestGeneratedPresetsRun(t *testing.T) {
 		windows []int
 	}{
 		{"llama-3.2-1b", []int{0, 0}},
+		{"qwen3-0.6b", []int{0, 0}},
 		{"qwen3-1.7b", []int{0, 0}},
+		{"gemma3-270m", []int{4, 4, 4, 4, 4, 0}},
 		{"gemma3-1b", []int{4, 4, 4, 4, 4, 0}},
 	}
 	for _, tc := range tests {
@@ -107,7 +109,9 @@ func TestPresetShapes(t *testing.T) {
 		want   shape
 	}{
 		{"llama-3.2-1b", shape{"llama", 2048, 16, 32, 8, 0, 8192, 32000, 0, 0, true}},
+		{"qwen3-0.6b", shape{"qwen3", 1024, 28, 16, 8, 128, 3072, 32000, 0, 0, true}},
 		{"qwen3-1.7b", shape{"qwen3", 2048, 28, 16, 8, 128, 6144, 32000, 0, 0, true}},
+		{"gemma3-270m", shape{"gemma3", 640, 18, 4, 1, 256, 2048, 32000, 512, 0, true}},
 		{"gemma3-1b", shape{"gemma3", 1152, 26, 4, 1, 256, 6912, 32000, 512, 0, true}},
 	} {
 		c, err := llama.Preset(tc.preset)

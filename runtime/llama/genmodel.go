@@ -66,18 +66,19 @@ type GenConfig struct {
 }
 
 // Presets names the shapes Preset knows.
-var Presets = []string{"synth-110m", "tiny", "llama-3.2-1b", "qwen3-1.7b", "gemma3-1b", "qwen3moe-1.5b", "gptoss-1.5b"}
+var Presets = []string{"synth-110m", "tiny", "llama-3.2-1b", "qwen3-0.6b", "qwen3-1.7b", "gemma3-270m", "gemma3-1b", "qwen3moe-1.5b", "gptoss-1.5b"}
 
 // Preset returns a named model shape: "synth-110m" (the llama.cpp
 // reference shape of docs/reference-numbers.md: 768 wide, 12 layers, vocab
 // 32000 that the caller provides as Tokenizer), "tiny" (weft-tiny, the
 // built-in model: 64 wide, 2 layers, generated vocabulary), the layer
-// shapes of three real models with a generated 32000-token vocabulary (and
+// shapes of five real models with a generated 32000-token vocabulary (and
 // so a smaller embedding than theirs): "llama-3.2-1b" (2048 wide, 16
 // layers, 32/8 heads, FFN 8192, rope base 500000, tied output; no llama3
-// frequency scaling), "qwen3-1.7b" (2048 wide, 28 layers, 16/8 heads of
-// 128, FFN 6144, q/k norms, rope base 1e6, tied) and "gemma3-1b" (1152
-// wide, 26 layers, 4/1 heads of 256, FFN 6912, window 512 on five layers
+// frequency scaling), "qwen3-0.6b" and "qwen3-1.7b" (1024 and 2048 wide,
+// 28 layers, 16/8 heads of 128, FFN 3072 and 6144, q/k norms, rope base
+// 1e6, tied), "gemma3-270m" and "gemma3-1b" (640 and 1152 wide, 18 and 26
+// layers, 4/1 heads of 256, FFN 2048 and 6912, window 512 on five layers
 // of six, tied), or the mixture-of-experts shapes "qwen3moe-1.5b" and
 // "gptoss-1.5b" (about 1.5B parameters, 0.3B and 0.25B used per token,
 // also with a generated 32000-token vocabulary; see moePresets).
@@ -95,6 +96,14 @@ func Preset(name string) (GenConfig, error) {
 		return GenConfig{Name: "weft-qwen3-1.7b-shape", Arch: "qwen3", Dim: 2048, Layers: 28, Heads: 16, KVHeads: 8,
 			HeadDim: 128, FFN: 6144, ContextLen: 4096, VocabSize: 32000, RopeBase: 1e6, Type: gguf.TypeF16, Seed: 17,
 			TiedOutput: true}, nil
+	case "qwen3-0.6b":
+		return GenConfig{Name: "weft-qwen3-0.6b-shape", Arch: "qwen3", Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8,
+			HeadDim: 128, FFN: 3072, ContextLen: 4096, VocabSize: 32000, RopeBase: 1e6, Type: gguf.TypeF16, Seed: 6,
+			TiedOutput: true}, nil
+	case "gemma3-270m":
+		return GenConfig{Name: "weft-gemma3-270m-shape", Arch: "gemma3", Dim: 640, Layers: 18, Heads: 4, KVHeads: 1,
+			HeadDim: 256, FFN: 2048, ContextLen: 4096, VocabSize: 32000, RopeBase: 1e6, Window: 512, Type: gguf.TypeF16,
+			Seed: 27, TiedOutput: true}, nil
 	case "gemma3-1b":
 		return GenConfig{Name: "weft-gemma3-1b-shape", Arch: "gemma3", Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1,
 			HeadDim: 256, FFN: 6912, ContextLen: 4096, VocabSize: 32000, RopeBase: 1e6, Window: 512, Type: gguf.TypeF16,
