@@ -13,7 +13,7 @@
 # seconds over weft seconds).
 #
 # usage: scripts/vs-llamacpp.sh [--src DIR] [--llama-build DIR] [--work DIR] [--types "F16 Q8_0 Q4_K_M"]
-#            [--preset NAME] [--rounds N] [--threads T] [--seqs LIST] [--prompt TEXT] [--weft BIN]
+#            [--preset NAME] [--rounds N] [--threads T] [--seqs LIST] [--prompt TEXT] [--weft BIN] [--lock FILE]
 #
 #   --src DIR          llama.cpp source to build (default: the release the npm package
 #                      node-llama-cpp@3.22.1 bundles, unpacked under the work directory)
@@ -29,6 +29,8 @@
 #   --seqs LIST        sequence counts of the batched decode, comma-separated (default 1,4,16,64)
 #   --prompt TEXT      prompt of the 128-token wall-time run (default "Once upon a time")
 #   --weft BIN         weft binary to use (default: built from this checkout)
+#   --lock FILE        hold flock(1) on FILE during each program's runs, so that other heavy jobs
+#                      sharing the machine and the lock wait between measurements, not during them
 #
 # Needs cmake (installed with apt-get when missing and a build is needed), a C/C++ compiler, git,
 # npm (for the default source), python3 (to read the JSON results) and Go.
@@ -44,6 +46,7 @@ threads="$(nproc)"
 seqs="1,4,16,64"
 prompt="Once upon a time"
 weft=""
+lock=""
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--src) src="$2"; shift 2 ;;
@@ -56,6 +59,7 @@ while [[ $# -gt 0 ]]; do
 	--seqs) seqs="$2"; shift 2 ;;
 	--prompt) prompt="$2"; shift 2 ;;
 	--weft) weft="$2"; shift 2 ;;
+	--lock) lock="$2"; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "vs-llamacpp: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
@@ -264,12 +268,24 @@ EOF
 	record "$r $t weft wall_tokens $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["token_ids"]))' "$log-wall.json")"
 }
 
+# locked runs a measurement under --lock's flock (when given).
+locked() {
+	if [[ -z "$lock" ]]; then
+		"$@"
+		return
+	fi
+	exec {fd}>>"$lock"
+	flock "$fd"
+	"$@"
+	flock -u "$fd"
+	exec {fd}>&-
+}
 for ((r = 1; r <= rounds; r++)); do
 	for t in $types; do
 		# Alternate: llama.cpp first in odd rounds, weft first in even ones.
-		if ((r % 2 == 0)); then run_weft "$r" "$t"; fi
-		for b in "${builds[@]}"; do run_llama "$r" "$t" "${b%%=*}" "${b#*=}"; done
-		if ((r % 2 == 1)); then run_weft "$r" "$t"; fi
+		if ((r % 2 == 0)); then locked run_weft "$r" "$t"; fi
+		for b in "${builds[@]}"; do locked run_llama "$r" "$t" "${b%%=*}" "${b#*=}"; done
+		if ((r % 2 == 1)); then locked run_weft "$r" "$t"; fi
 	done
 done
 echo
