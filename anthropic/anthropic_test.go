@@ -24,6 +24,7 @@ import (
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
@@ -102,7 +103,7 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
 	reg := prometheus.NewRegistry()
-	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(),
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(),
 		Registry: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -48,7 +49,7 @@ func serveOpenAI(t *testing.T) (url, model string, sched *scheduler.Scheduler) {
 		sched.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
-	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(), Logger: slog.New(slog.DiscardHandler)})
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

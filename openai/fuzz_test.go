@@ -52,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Close() })
-	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(f, refusingScheduler{}, m.Tok, m.Template), Tokenizer: m.Tok,
+	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(f, refusingScheduler{}, m.Tok, chat.Default()), Tokenizer: m.Tok,
 		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
@@ -106,7 +107,7 @@ func newFixture(t *testing.T, gated bool, opts ...func(*frontdoor.Config, *Confi
 			}
 		},
 	}
-	dcfg := frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(), Registry: f.reg, Logger: slog.New(slog.DiscardHandler)}
+	dcfg := frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(), Registry: f.reg, Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&dcfg, &cfg)
 	}

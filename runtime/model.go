@@ -33,9 +33,10 @@ type Model struct {
 	Tok *tokenizer.Tokenizer
 	// ChatTemplate is tokenizer.chat_template ("" when the file has none).
 	ChatTemplate string
-	// Template is the compiled chat template: the file's, or chat.Default()
-	// (ChatML) when it has none or it does not compile (then TemplateErr
-	// says why; callers should log it).
+	// Template is the file's compiled chat template: nil when the file has
+	// none, or when it does not compile (then TemplateErr says why). What
+	// Chat renders with then is the operator's choice (weft serve
+	// --chat-template), not the runtime's.
 	Template    *chat.Template
 	TemplateErr error
 	// TensorTypes counts the tensors of each type ("Q4_K": 97).
@@ -104,21 +105,27 @@ func fromFile(f *gguf.File, path string) (*Model, error) {
 		m.Name = strings.TrimSuffix(base, ".gguf")
 	}
 	m.ChatTemplate, _ = f.String("tokenizer.chat_template")
-	var bos, eos string
-	if id := tok.BOS(); id >= 0 {
-		bos = tok.Piece(id)
-	}
-	if id := tok.EOS(); id >= 0 {
-		eos = tok.Piece(id)
-	}
-	m.Template, m.TemplateErr = chat.FromMetadata(m.ChatTemplate, bos, eos)
-	if m.TemplateErr != nil {
-		m.Template = chat.Default()
+	if strings.TrimSpace(m.ChatTemplate) != "" {
+		m.Template, m.TemplateErr = m.CompileTemplate(m.ChatTemplate)
 	}
 	for _, t := range f.Tensors {
 		m.TensorTypes[t.Type.String()]++
 	}
 	return m, nil
+}
+
+// CompileTemplate compiles a chat template for this model: Jinja source
+// whose bos_token and eos_token are the texts of the tokenizer's BOS and
+// EOS tokens (the model's own template, or an operator's file).
+func (m *Model) CompileTemplate(source string) (*chat.Template, error) {
+	var bos, eos string
+	if id := m.Tok.BOS(); id >= 0 {
+		bos = m.Tok.Piece(id)
+	}
+	if id := m.Tok.EOS(); id >= 0 {
+		eos = m.Tok.Piece(id)
+	}
+	return chat.New(source, bos, eos)
 }
 
 // Close releases the file mapping. The model and its backends must not be

@@ -17,6 +17,7 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/constrain/constraintest"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/gguf"
@@ -131,7 +132,7 @@ func synthServer(t *testing.T, path string, maxSeqs, maxWaiting int) (inferencev
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := serveOverBufconn(t, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template},
+	client := serveOverBufconn(t, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default()},
 		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 	return client, sched
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -56,7 +57,7 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { b.Close(); m.Close() }) // after the step loop has ended (serveOverBufconn)
-	return serveOverBufconn(tb, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template},
+	return serveOverBufconn(tb, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default()},
 		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 }
 

@@ -45,14 +45,7 @@ func chooseChatTemplate(flag string, m *runtime.Model) (chatChoice, error) {
 	if err != nil {
 		return chatChoice{}, fmt.Errorf("--chat-template %q: not chatml or plain, and not a readable file: %w", flag, err)
 	}
-	var bos, eos string
-	if id := m.Tok.BOS(); id >= 0 {
-		bos = m.Tok.Piece(id)
-	}
-	if id := m.Tok.EOS(); id >= 0 {
-		eos = m.Tok.Piece(id)
-	}
-	t, err := chat.New(string(src), bos, eos)
+	t, err := m.CompileTemplate(string(src))
 	if err != nil {
 		return chatChoice{}, fmt.Errorf("--chat-template %q: %w", flag, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
@@ -70,7 +71,7 @@ func newDoors(t *testing.T) *doors {
 	t.Cleanup(func() { cancel(); <-runDone })
 
 	reg := prometheus.NewRegistry()
-	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: m.Template, Limits: sched.Limits(),
+	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(),
 		Registry: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -172,15 +172,6 @@ func Compile(cfg Config) (t *Template, err error) {
 	return &Template{cfg: cfg, tmpl: tmpl}, nil
 }
 
-// FromMetadata returns the model's template, or Default() when the model
-// has none (source empty or blank).
-func FromMetadata(source, bosToken, eosToken string) (*Template, error) {
-	if strings.TrimSpace(source) == "" {
-		return Default(), nil
-	}
-	return New(source, bosToken, eosToken)
-}
-
 // Source returns the template source as given (without the step checks
 // Compile inserts).
 func (t *Template) Source() string { return t.cfg.Source }

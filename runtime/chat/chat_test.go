@@ -257,15 +257,8 @@ func TestFallbacks(t *testing.T) {
 	if _, err := Fallback("nope"); err == nil {
 		t.Errorf("Fallback(nope) succeeded")
 	}
-	for _, src := range []string{"", "  \n"} {
-		tmpl, err := FromMetadata(src, "<s>", "</s>")
-		if err != nil || tmpl.Name() != "chatml" {
-			t.Errorf("FromMetadata(%q) = %v, %v; want the chatml fallback", src, tmpl, err)
-		}
-	}
-	tmpl, err := FromMetadata(load(t, "llama3-instruct.jinja"), "<|begin_of_text|>", "<|eot_id|>")
-	if err != nil || tmpl.Source() != load(t, "llama3-instruct.jinja") {
-		t.Errorf("FromMetadata(llama3) = %v, %v", tmpl, err)
+	if tmpl := Default(); tmpl.Name() != "chatml" {
+		t.Errorf("Default() is %q, want chatml", tmpl.Name())
 	}
 }
 

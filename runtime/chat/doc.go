@@ -4,11 +4,12 @@
 //
 // Templates are compiled once per model with New (or Compile, with limits)
 // and rendered per request with Render; a Template is immutable and safe
-// for concurrent use. Models without a template get Default(), ChatML:
-// it is llama.cpp's fallback, the format most chat fine-tunes were trained
-// on, and its explicit turn markers keep roles apart even in a model that
-// never saw them. Fallback("plain") is a "role: content" alternative for
-// base models; FromMetadata picks Default() when the GGUF has no template.
+// for concurrent use. A model without a template gets no chat unless the
+// operator names a fallback (weft serve --chat-template): Fallback
+// ("chatml") is Default(), ChatML, llama.cpp's fallback and the format
+// most chat fine-tunes were trained on, whose explicit turn markers keep
+// roles apart even in a model that never saw them; Fallback("plain") is a
+// "role: content" alternative for base models.
 //
 // # Engine
 //
@@ -89,7 +90,7 @@
 //
 // Example:
 //
-//	tmpl, err := chat.FromMetadata(meta.ChatTemplate, bosText, eosText)
+//	tmpl, err := chat.New(meta.ChatTemplate, bosText, eosText)
 //	if err != nil {
 //		return err // the model's template does not parse
 //	}
