@@ -67,7 +67,7 @@
 //     VNNI: an int8 GEMM with the tokens along the vector lanes
 //     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
-//     amax/127), plus 128 so they are unsigned, and packed 16 to a panel
+//     amax/127; IQ4_XS per 256, as llama.cpp's Q8_K), plus 128 so they are unsigned, and packed 16 to a panel
 //     as [block][4-column group][token][4 bytes]; one vpdpbusd then
 //     multiplies 4 columns of one weight row, broadcast from its quants,
 //     with the same 4 columns of 16 tokens. There is no transposition or
@@ -80,12 +80,12 @@
 //     4-bit table types' (kern_iq4.c: each nibble looked up in the type's
 //     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
 //     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; Q8_0 and the 4-bit table types below 8),
-//     Q8_0/Q4_0/Q5_K/IQ4_NL/IQ4_XS/MXFP4 (and Q4_K/Q6_K where the next
+//   - Few tokens (n < 24; Q8_0, IQ4_NL and MXFP4 below 8),
+//     Q8_0/Q4_0/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
 //     kernel cannot take them), AVX-512 VNNI: integer dot products, as
 //     llama.cpp does. Each token is quantized per 32 values to int8 (scale
 //     amax/127) once per job; weights are unpacked from their blocks to
-//     unsigned bytes in registers (IQ4_NL, IQ4_XS, MXFP4: looked up by
+//     unsigned bytes in registers (IQ4_NL, MXFP4: looked up by
 //     vpshufb in their value table plus 128, kern_iq4.c) and vpdpbusd
 //     multiplies 64 pairs at a time. Block scales, and the
 //     weight offsets (the -8 of Q4_0, Q4_K mins) are applied per 4-column
@@ -95,13 +95,14 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more). For one token the row after next is prefetched.
-//   - Few tokens (n < 16; K-quants n < 48), Q8_0/Q4_0/Q4_K/Q6_K and the
-//     4-bit table types (kern_iq4.c, per 32 columns, IQ4_XS too), AVX2 without VNNI,
-//     and Q4_K/Q6_K below the lane GEMM's 8 tokens on AVX-512 VNNI too (kern_i8.c;
-//     one FMA per super-block beats the VNNI row kernel's per-64-column float
-//     work there): int8 activations, per 32 columns for Q8_0/Q4_0 and per
-//     256 for the K-quants (llama.cpp's Q8_K; a super-block then adds up
-//     in integers); vpmaddubsw multiplies 32 weight bytes with 32
+//   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_K/Q6_K
+//     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
+//     Q4_K/Q6_K/IQ4_XS below the lane GEMM's 8 tokens on AVX-512 VNNI too
+//     (kern_i8.c; one FMA per super-block beats the VNNI row kernel's
+//     per-64-column float work there): int8 activations, per 32 columns
+//     for Q8_0/Q4_0/IQ4_NL/MXFP4 and per 256 for the K-quants and IQ4_XS
+//     (llama.cpp's Q8_K; a super-block then adds up in integers, IQ4_XS's
+//     sub-block scales applied by vpmaddwd as a K-quant's); vpmaddubsw multiplies 32 weight bytes with 32
 //     activations into pair sums, vpmaddwd adds the pairs (scaling them by
 //     a K-quant's sub-block scale), one FMA per block (super-block) adds
 //     d*dx times the sum. Q8_0's signs, and those of the table types'

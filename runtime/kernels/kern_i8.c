@@ -18,7 +18,8 @@
 //     Per-256 activations are both faster than per-32 ones (fewer
 //     conversions) and closer to llama.cpp, which quantizes K-quant
 //     activations the same way: TestSynthGolden holds the AVX2 build to
-//     llama.cpp's Q4_K logits.
+//     llama.cpp's Q4_K logits. IQ4_XS takes these activations too
+//     (kern_iq4.c's weft_iq4xs_i8k_matmul), as llama.cpp does.
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
@@ -93,8 +94,10 @@ void weft_i8_prep(const float *x, int n, int K, uint8_t *out) {
 		}
 }
 
-// weft_i8k_prep: the K-quants' activations (Q4_K, Q6_K), quantized per token and
-// 256-column super-block, as llama.cpp's Q8_K: one scale a super-block lets
+// weft_i8k_prep: the activations of Q4_K, Q6_K and IQ4_XS, quantized per
+// token and 256-column super-block, as llama.cpp's Q8_K (its
+// quantize_row_q8_K: the same q, rounded to nearest even, and the scale up
+// to the last bit): one scale a super-block lets
 // the kernel add a whole super-block in integers (the sub-block scales
 // applied by vpmaddwd) before one conversion and FMA, where per-32 scales
 // cost a conversion, a scale and an FMA every 32 columns. Layout for n
@@ -272,8 +275,9 @@ static inline __attribute__((always_inline)) void i8k_rows(const int type, const
 #undef I8K_ROW
 }
 
-// weft_i8_kquant: whether the type takes weft_i8k_prep's per-256 activations.
-int weft_i8_kquant(int type) { return type == 12 || type == 14; }
+// weft_i8_kquant: whether the type takes weft_i8k_prep's per-256 activations
+// (Q4_K, Q6_K, and IQ4_XS, whose kernel is kern_iq4.c's).
+int weft_i8_kquant(int type) { return type == 12 || type == 14 || type == 23; }
 
 // weft_i8_matmul: rows [r0, r1) for n tokens; prep is weft_i8_prep's output for x
 // (weft_i8k_prep's for the K-quants), or NULL to quantize here.
@@ -295,8 +299,10 @@ int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int
 		const int16_t *bs = (const int16_t *)(dd + (long)n * (K / 256));
 		if (type == 12)
 			i8k_rows(12, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
-		else
+		else if (type == 14)
 			i8k_rows(14, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
+		else
+			return weft_iq4xs_i8k_matmul(w, rowBytes, K, r0, r1, qx, dd, n, y, ldy); // kern_iq4.c
 		return 0;
 	}
 	const float *dx = (const float *)(prep + (long)n * K), *xs = dx + (long)n * (K / 32);

@@ -269,8 +269,12 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 
 long weft_lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
 
-void weft_lane_prep(const float *x, int n, int K, uint8_t *out) {
+// ab is the number of columns that share one activation scale: 32, or 256
+// for IQ4_XS (llama.cpp's Q8_K; K a multiple of it), whose blocks then
+// each carry their super-block's scale.
+void weft_lane_prep(const float *x, int n, int K, int ab, uint8_t *out) {
 	int nb = K / 32, panels = (n + 15) / 16;
+	float dt[16], idt[16]; // each token's scale and its inverse for the current ab columns
 	for (int p = 0; p < panels; p++)
 		for (int b = 0; b < nb; b++) {
 			uint8_t *dst = out + ((long)p * nb + b) * LANE_BLK;
@@ -283,9 +287,15 @@ void weft_lane_prep(const float *x, int n, int K, uint8_t *out) {
 					continue;
 				}
 				const float *xt = x + (long)tok * K + 32 * b;
+				if ((32 * b) % ab == 0) {
+					__m512 a = _mm512_setzero_ps();
+					for (int k = 0; k < ab; k += 16) a = _mm512_max_ps(a, _mm512_abs_ps(_mm512_loadu_ps(xt + k)));
+					float amax = _mm512_reduce_max_ps(a);
+					dt[t] = amax / 127.0f;
+					idt[t] = amax > 0 ? 127.0f / amax : 0.0f;
+				}
+				float d = dt[t], id = idt[t];
 				__m512 v0 = _mm512_loadu_ps(xt), v1 = _mm512_loadu_ps(xt + 16);
-				float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-				float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
 				__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
 				__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
 				__m128i q0 = _mm512_cvtsepi32_epi8(i0), q1 = _mm512_cvtsepi32_epi8(i1);
@@ -483,6 +493,11 @@ static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint
 		}
 }
 
+// weft_lane_act_block: the columns per activation scale of type's lane
+// GEMM: 256 for IQ4_XS, whose llama.cpp kernel takes Q8_K activations,
+// 32 for the others (Q8_0, Q4_K, Q6_K, IQ4_NL, MXFP4).
+int weft_lane_act_block(int type) { return type == 23 ? 256 : 32; }
+
 // weft_lane_ok: whether the lane GEMM handles this weight type and row length.
 int weft_lane_ok(int type, int K) {
 	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0) || weft_iq4_ok(type, K, 32);
@@ -498,7 +513,7 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	if (!xp) {
 		uint8_t *buf = (uint8_t *)weft_scratch(0, (weft_lane_prep_bytes(K, n) + 3) / 4);
 		if (!buf) return WEFT_ENOMEM;
-		weft_lane_prep(x, n, K, buf);
+		weft_lane_prep(x, n, K, weft_lane_act_block(type), buf);
 		xp = buf;
 	}
 	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
@@ -631,7 +646,7 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 // NULL to quantize here; rows walked as kern_i8.c walks them (KQ_FOR_ROWS).
 int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *prep, int n, float *y, long ldy) {
-	if ((type != 12 && type != 14) || K % 256 != 0) return WEFT_EUNSUPPORTED;
+	if ((type != 12 && type != 14 && type != 23) || K % 256 != 0) return WEFT_EUNSUPPORTED;
 	if (!prep) {
 		uint8_t *scr = (uint8_t *)weft_scratch(0, (weft_i8k_prep_bytes(K, n) + 3) / 4);
 		if (!scr) return WEFT_ENOMEM;
@@ -641,6 +656,7 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	const int nsb = K / 256, nbs = K / 16;
 	const int8_t *qx = (const int8_t *)prep;
 	const float *dd = (const float *)(prep + (long)n * K);
+	if (type == 23) return weft_iq4xs_i8k_matmul(w, rowBytes, K, r0, r1, qx, dd, n, y, ldy); // kern_iq4.c, AVX2
 	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
 #define K5_ROW12(NT) k512_row(12, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
 #define K5_ROW14(NT) k512_row(14, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)

@@ -32,14 +32,17 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 // float lane GEMM is slower than the dot-product kernel at 64-128 tokens.
 //
 // AVX2 CPUs without VNNI take the integer row kernels (kern_i8.c) below
-// WEFT_I8_MAX_N tokens for Q8_0 and Q4_0 and below WEFT_I8_MAX_N_K for Q4_K
-// and Q6_K: they beat the float kernels several times over for one token
-// and lose from 64, where the float kernels share each dequantized row
-// among more tokens; the K-quants, with per-256 activations, hold out
-// longer. AVX-512 VNNI CPUs take them too for Q4_K and Q6_K below
-// WEFT_LANE_MIN_N: one FMA per super-block, where the VNNI row kernel
-// scales every 64 columns in float; there the same kernel runs 512 bits
-// wide (weft_k512_matmul in kern_vnni.c), with the same results. The
+// WEFT_I8_MAX_N tokens for Q8_0, Q4_0, IQ4_NL and MXFP4 and below
+// WEFT_I8_MAX_N_K for Q4_K, Q6_K and IQ4_XS: they beat the float kernels
+// several times over for one token and lose from 64, where the float
+// kernels share each dequantized row among more tokens; the K-quants and
+// IQ4_XS, with per-256 activations, hold out longer. AVX-512 VNNI CPUs
+// take them too for Q4_K, Q6_K and IQ4_XS below WEFT_LANE_MIN_N: one FMA
+// per super-block, where the VNNI row kernel scales every 64 columns in
+// float; there the same kernel runs 512 bits wide (weft_k512_matmul in
+// kern_vnni.c), with the same results (IQ4_XS: kern_iq4.c's AVX2 kernel
+// itself). IQ4_XS takes per-256 activations on every int8 path, as
+// llama.cpp's Q8_K, so that they round as llama.cpp rounds them. The
 // figures behind each threshold are in BENCHMARKS.md §1.
 
 // weft_f16_gemm_n: the token count from which F16 takes the packed GEMM in
@@ -136,11 +139,12 @@ static int weft_uses_i8(int isa, int type, int K, int n) {
 #endif
 }
 
-// weft_act_block: 256 for the AVX2 K-quant kernels (weft_i8k_prep), 32
-// elsewhere.
+// weft_act_block: 256 for the K-quant and IQ4_XS row kernels
+// (weft_i8k_prep) and IQ4_XS's lane GEMM, 32 elsewhere.
 int weft_act_block(int isa, int type, int K, int n) {
 	n = weft_nsel(&isa, n);
 #if WEFT_X86
+	if (weft_uses_lane(isa, type, K, n)) return weft_lane_act_block(type);
 	if (weft_uses_i8(isa, type, K, n) && weft_i8_kquant(type)) return 256;
 #endif
 	(void)isa, (void)type, (void)K, (void)n;
@@ -171,7 +175,7 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, nsel)) {
 		*bytes = weft_lane_prep_bytes(K, n);
-		return WEFT_PREP_LANE;
+		return weft_lane_act_block(type) == 256 ? WEFT_PREP_LANE256 : WEFT_PREP_LANE;
 	}
 	if (weft_uses_i8(isa, type, K, nsel)) {
 		if (weft_i8_kquant(type)) {
@@ -193,7 +197,8 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 
 void weft_prep(int kind, const float *x, int n, int K, void *out) {
 #if WEFT_X86
-	if (kind == WEFT_PREP_LANE) weft_lane_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_LANE) weft_lane_prep(x, n, K, 32, (uint8_t *)out);
+	if (kind == WEFT_PREP_LANE256) weft_lane_prep(x, n, K, 256, (uint8_t *)out);
 	if (kind == WEFT_PREP_VNNI) weft_vnni_prep(x, n, K, (float *)out);
 	if (kind == WEFT_PREP_I8) weft_i8_prep(x, n, K, (uint8_t *)out);
 	if (kind == WEFT_PREP_I8K) weft_i8k_prep(x, n, K, (uint8_t *)out);
@@ -211,7 +216,7 @@ int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r
 	if (weft_uses_lane(isa, type, K, nsel))
 		return weft_lane_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	if (weft_uses_i8(isa, type, K, nsel)) {
-		if (isa == WEFT_VNNI) // Q4_K, Q6_K: the same kernel 512 bits wide, the same bits
+		if (isa == WEFT_VNNI) // Q4_K, Q6_K: the same kernel 512 bits wide, the same bits; IQ4_XS: the AVX2 one
 			return weft_k512_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 		return weft_i8_matmul(type, w, rowBytes, K, r0, r1, x, (const uint8_t *)prep, n, y, ldy);
 	}

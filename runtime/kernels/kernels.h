@@ -57,7 +57,16 @@ enum {
 // and packed in lanes, or quantized per row. The float GEMM packs its
 // panels per chunk, on each worker, so that no worker waits for the caller
 // to pack them.
-enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 = 3, WEFT_PREP_I8K = 4 };
+// WEFT_PREP_LANE256 is the lane packing with one scale per 256 columns
+// (IQ4_XS).
+enum {
+	WEFT_PREP_NONE = 0,
+	WEFT_PREP_LANE = 1,
+	WEFT_PREP_VNNI = 2,
+	WEFT_PREP_I8 = 3,
+	WEFT_PREP_I8K = 4,
+	WEFT_PREP_LANE256 = 5,
+};
 
 // ---- token-count thresholds (kernels.c states the measurements' rules) ----
 
@@ -68,8 +77,8 @@ enum { WEFT_PREP_NONE = 0, WEFT_PREP_LANE = 1, WEFT_PREP_VNNI = 2, WEFT_PREP_I8 
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
 #define WEFT_LANE_MIN_N 8
-// Below WEFT_I8_MAX_N (Q8_0, Q4_0) and WEFT_I8_MAX_N_K (Q4_K, Q6_K)
-// tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
+// Below WEFT_I8_MAX_N (Q8_0, Q4_0, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
+// (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
 #endif
@@ -203,7 +212,8 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		     const float *prep, int n, float *y, long ldy);
 int weft_lane_ok(int type, int K);
 long weft_lane_prep_bytes(int K, int n);
-void weft_lane_prep(const float *x, int n, int K, uint8_t *out);
+void weft_lane_prep(const float *x, int n, int K, int ab, uint8_t *out);
+int weft_lane_act_block(int type);
 int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *xp, int n, float *y, long ldy);
 // weft_k512_matmul: kern_i8.c's Q4_K / Q6_K kernel with 512-bit integer
@@ -221,6 +231,11 @@ int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r
 // weft_iq4_lane_unpack: rows 0..m of an IQ4_NL, IQ4_XS or MXFP4 weight as
 // the lane GEMM's signed bytes q, block scales ds and offsets cw.
 void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw);
+// weft_iq4xs_i8k_matmul: the AVX2 IQ4_XS kernel on weft_i8k_prep's per-256
+// activations (qx, dd), as llama.cpp's Q8_K; the AVX2 and VNNI builds both
+// take it below their IQ4_XS lane GEMM or float threshold.
+int weft_iq4xs_i8k_matmul(const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dd, int n,
+			  float *y, long ldy);
 
 // kern_i8.c: AVX2 integer row kernels.
 int weft_i8_ok(int type, int K);

@@ -39,9 +39,11 @@ func quantizeActivations(x []float32, cols, blk int) []float32 {
 // every kernel set this CPU has, for n = 1..64 tokens and several shapes,
 // to the reference: Go's Dequantize, then a float64 dot with the
 // activations, rounded to 8 bits exactly as the kernel rounds them where it
-// does (usesQuantizedActivations). What remains is float rounding of the
-// sums (kernels scale and add per block in float32), so the tolerance is
-// 1e-5 of sum |w||x| and no 8-bit rounding bound.
+// does (usesQuantizedActivations): per 32 columns for IQ4_NL and MXFP4, per
+// 256 for IQ4_XS, as llama.cpp's Q8_0 and Q8_K (the test fails if a kernel
+// set rounds otherwise). What remains is float rounding of the sums
+// (kernels scale and add per block or super-block in float32), so the
+// tolerance is 1e-5 of sum |w||x| and no 8-bit rounding bound.
 func TestIQ4MatMulMatchesReference(t *testing.T) {
 	type shape struct{ rows, cols int }
 	cases := []struct {
@@ -77,7 +79,11 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 					continue
 				}
 				x := randomVec(rng, n*sh.cols)
-				xq := quantizeActivations(x, sh.cols, 32)
+				qblk := 32 // llama.cpp's activation block for the type
+				if c.typ == gguf.TypeIQ4_XS {
+					qblk = 256
+				}
+				xq := quantizeActivations(x, sh.cols, qblk)
 				ref := func(xs []float32) (y, bound []float64) {
 					y, bound = make([]float64, n*sh.rows), make([]float64, n*sh.rows)
 					for tok := range n {
@@ -111,8 +117,8 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 					if got[len(got)-1] != 42 {
 						t.Errorf("%s: wrote past n*Rows", name)
 					}
-					if quantized && blk != 32 {
-						t.Fatalf("%s: activations quantized per %d columns, the reference rounds per 32", name, blk)
+					if quantized && blk != qblk {
+						t.Fatalf("%s: activations quantized per %d columns, llama.cpp (and the reference) per %d", name, blk, qblk)
 					}
 					want, bound := wantF, boundF
 					if quantized {
