@@ -88,9 +88,8 @@ func main() {
 // milliseconds; with every P in such a call, Go's sysmon takes the Ps back
 // after 20 us and starts a spinning thread to look for other work, a third
 // busy thread on the cores doing the arithmetic, and the pool's worker
-// changes OS threads every other job. With one idle P it does neither.
-// Measured on the 2-core development machine (BENCHMARKS.md): prompts
-// 15-50 % faster, decoding unchanged within noise.
+// changes OS threads every other job. With one idle P it does neither
+// (BENCHMARKS.md §1, what bounds the CPU runtime, has the figures).
 func setComputeThreads(threads int) {
 	if threads <= 0 {
 		threads = goruntime.GOMAXPROCS(0)

@@ -23,7 +23,8 @@
 //
 // Why integers on AVX2: dequantizing to floats costs more instructions per
 // weight than the product itself, and an int8 block is 4x fewer bytes in
-// the registers than its floats (BENCHMARKS.md §1b has the figures).
+// the registers than its floats (BENCHMARKS.md §1b has machine B's AVX2
+// figures).
 #include <string.h>
 
 #include "kernels.h"

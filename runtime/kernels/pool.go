@@ -42,8 +42,8 @@ func SetWorkers(n int) bool {
 // not move while it polls. Start it outside, or keep matrix products out of
 // bubbles.) A forward pass hands the pool a task every few tens of
 // microseconds; waking a parked goroutine costs a futex round trip through
-// the kernel (a tenth of a single-sequence decode step under KVM; see
-// BENCHMARKS.md §1), while a polling worker picks a task up at once. It parks after spinFor
+// the kernel (a share of a single-sequence decode step that BENCHMARKS.md
+// §1 gives), while a polling worker picks a task up at once. It parks after spinFor
 // of idleness, so an idle server burns no CPU.
 const spinFor = 300 * time.Microsecond
 
