@@ -74,6 +74,7 @@ func apiErrorOf(err error) apiError {
 	var te *frontdoor.TemplateError
 	var me *frontdoor.MarkupError
 	var xe *scheduler.TextError
+	var fe *frontdoor.FieldError
 	invalid := func(param, code string) {
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
 	}
@@ -98,6 +99,8 @@ func apiErrorOf(err error) apiError {
 		invalid(be.Field, "context_length_exceeded")
 	case errors.As(err, &me):
 		invalid(me.Field, "invalid_value")
+	case errors.As(err, &fe):
+		invalid(fe.Field, "invalid_value")
 	case errors.As(err, &te):
 		invalid("messages", "invalid_value")
 	case errors.As(err, &mbe):

@@ -20,7 +20,6 @@ import (
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
-	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -370,27 +369,20 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		maxTokens = req.MaxTokens
 	}
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
-	if tools.parse() {
+	if tools.Parse() {
 		j.tools = tools
-		// A prompt that opens the reasoning block (QwQ, the R1 distills)
-		// starts the reply in it; not under required or a named tool,
-		// whose grammar makes the reply a call from its first token.
-		if tools.choice == "auto" {
-			tail := prompt[max(0, len(prompt)-16):]
-			tools.inReasoning = toolcall.OpensReasoning(tools.door.Format, h.cfg.Tokenizer.Decode(tail))
-		}
 	}
 	reqs, err := h.buildRequests(j.id, prompt, req.commonParams, maxTokens, nil, lp, n)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := h.toolConstraint(tools)
+	tc, err := h.door.ToolConstraint(tools)
 	if err != nil {
 		return nil, err
 	}
 	if tc != nil {
 		if reqs[0].Sampling.Constraint != nil {
-			return nil, badParam("tool_choice", "%s cannot be combined with a response format", tools.choice)
+			return nil, badParam("tool_choice", "%s cannot be combined with a response format", tools.Choice)
 		}
 		for i := range reqs {
 			reqs[i].Sampling.Constraint = tc
@@ -411,12 +403,11 @@ func (h *Handler) logUser(r *http.Request, user string) {
 // (frontdoor.ChatPrompt: contents tokenized as plain text, never control
 // tokens; bytes bounded before tokenizing; a prompt over the context
 // refused).
-func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolSpec, v chat.Vars) ([]int32, error) {
+func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *frontdoor.ToolSpec, v chat.Vars) ([]int32, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
 	msgs := make([]chat.Message, len(in))
-	callIDs := map[string]bool{} // the tool calls of the assistant messages so far
 	for i, m := range in {
 		field := func(name string) string { return fmt.Sprintf("messages[%d].%s", i, name) }
 		switch m.Role {
@@ -426,18 +417,9 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolS
 		default:
 			return nil, badParam(field("role"), "%q: want system, user, assistant or tool", m.Role)
 		}
-		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
-			return nil, badParam(field("tool_calls"), "only an assistant message has tool calls")
-		}
 		calls, err := messageCalls(i, m.ToolCalls)
 		if err != nil {
 			return nil, err
-		}
-		for _, c := range calls {
-			callIDs[c.ID] = true
-		}
-		if m.Role == "tool" && !callIDs[m.ToolCallID] {
-			return nil, badParam(field("tool_call_id"), "%q matches no tool call of an earlier assistant message", m.ToolCallID)
 		}
 		if !utf8.ValidString(m.ReasoningContent) || !utf8.ValidString(m.Name) || !utf8.ValidString(m.ToolCallID) {
 			return nil, badParam(field("content"), "not valid UTF-8")
@@ -454,13 +436,10 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *toolS
 			msgs[i].ToolCallID, msgs[i].Name = m.ToolCallID, m.Name
 		}
 	}
-	native := h.door.Tools().Native
-	if tools != nil {
-		msgs, v.Tools = tools.render(msgs, native)
-	} else if !native {
-		msgs = frontdoor.GenericToolMessages(msgs, nil) // calls and results in the history, as text
+	if err := frontdoor.CheckToolMessages(msgs, 0); err != nil {
+		return nil, err
 	}
-	_, prompt, err := h.door.ChatPromptVars(ctx, msgs, 0, frontdoor.Reject, v)
+	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
 	return prompt, err
 }
 

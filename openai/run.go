@@ -42,7 +42,7 @@ type job struct {
 	params   commonParams
 	logprobs logprobSpec
 	prompts  []jobPrompt
-	tools    *toolSpec // chat with tools to parse the reply for (toolSpec.parse), else nil
+	tools    *frontdoor.ToolSpec // chat with tools to parse the reply for (ToolSpec.Parse), else nil
 }
 
 // choice is one sequence of a job as the handler assembles it.
@@ -146,7 +146,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 	for i := range choices {
 		choices[i] = &choice{index: i, prompt: i / j.n}
 		if j.tools != nil {
-			choices[i].reply = newReply(j.tools)
+			choices[i].reply = &reply{h.door.NewReply(j.tools, j.prompts[i/j.n].reqs[0].Prompt)}
 		}
 		if j.logprobs.on && j.kind == kindCompletion {
 			choices[i].cmplLP = &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
@@ -225,7 +225,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 			}
 			if c.reply != nil {
 				var err error
-				if fr, err = c.reply.finishReason(fr); err != nil {
+				if fr, err = c.reply.finishReason(c.final, fr); err != nil {
 					h.log.WarnContext(ctx, "openai: malformed tool call", "request", j.id, "choice", c.index, "err", err)
 					fail(err)
 					return
@@ -298,7 +298,7 @@ func usageOf(j *job, choices []*choice) jobUsage {
 	if j.tools != nil {
 		u.CompletionTokensDetails = &completionTokensDetails{}
 		for _, c := range choices {
-			u.CompletionTokensDetails.ReasoningTokens += c.reply.reasoningTokens
+			u.CompletionTokensDetails.ReasoningTokens += c.reply.ReasoningTokens
 		}
 	}
 	u.PromptTokensDetails = &promptTokensDetails{CachedTokens: cached}
@@ -318,9 +318,9 @@ type chunkDelta struct {
 func (h *Handler) add(j *job, c *choice, ev scheduler.Event) chunkDelta {
 	d := chunkDelta{text: ev.Text, tokens: len(ev.Tokens)}
 	if c.reply != nil {
-		d.events = c.reply.push(ev.Text, len(ev.Tokens))
+		d.events = c.reply.Push(ev.Text, len(ev.Tokens))
 		if ev.Final != nil {
-			d.events = append(d.events, c.reply.finish()...)
+			d.events = append(d.events, c.reply.Finish()...)
 		}
 	} else {
 		c.text.WriteString(ev.Text)
@@ -547,7 +547,7 @@ func (o *writer) whole(choices []*choice, u *usage) {
 			msg := &chatOut{Role: "assistant", Content: &content}
 			if c.reply != nil {
 				msg = c.reply.message()
-				fr, _ = c.reply.finishReason(fr) // its error failed the request before
+				fr, _ = c.reply.finishReason(c.final, fr) // its error failed the request before
 			}
 			out[i] = chatChoice{Index: c.index, Message: msg, FinishReason: &fr}
 			if o.j.logprobs.on {

@@ -18,6 +18,7 @@ import (
 	"github.com/weft-inference/weft/internal/shareddata"
 	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/toolcall"
+	"github.com/weft-inference/weft/scheduler"
 )
 
 // weatherSchema is the test tool's parameters: bounded so that a call on
@@ -356,14 +357,14 @@ func TestToolsGenericFallback(t *testing.T) {
 // message and as stream deltas, piece by piece.
 func TestReplyShapes(t *testing.T) {
 	n := 0
-	r := &reply{p: toolcall.NewParser(toolcall.FormatHermes, toolcall.Options{NewID: func() string { n++; return "call_" + string(rune('a'+n-1)) }})}
+	r := reply{frontdoor.ReplyOf(toolcall.NewParser(toolcall.FormatHermes, toolcall.Options{NewID: func() string { n++; return "call_" + string(rune('a'+n-1)) }}))}
 	text := "<think>hmm</think>\n\nSure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"
 	var ds []chatOut
 	for i := 0; i < len(text); i += 3 {
-		ds = append(ds, deltas(r.push(text[i:min(i+3, len(text))], 1))...)
+		ds = append(ds, deltas(r.Push(text[i:min(i+3, len(text))], 1))...)
 	}
-	ds = append(ds, deltas(r.finish())...)
-	fr, err := r.finishReason("stop")
+	ds = append(ds, deltas(r.Finish())...)
+	fr, err := r.finishReason(&scheduler.Final{Reason: scheduler.FinishEOS}, "stop")
 	if err != nil || fr != "tool_calls" {
 		t.Fatalf("finishReason = %q, %v", fr, err)
 	}
@@ -393,22 +394,22 @@ func TestReplyShapes(t *testing.T) {
 	if diff := cmp.Diff(want, merged); diff != "" {
 		t.Errorf("merged deltas (-want +got):\n%s", diff)
 	}
-	if r.reasoningTokens == 0 {
+	if r.ReasoningTokens == 0 {
 		t.Errorf("no reasoning token counted")
 	}
 
 	// A malformed call fails the reply; a truncated one at max_tokens is
 	// "length".
-	bad := newReply(&toolSpec{door: frontdoor.Tools{Format: toolcall.FormatHermes}})
-	bad.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>", 1)
-	bad.finish()
-	if _, err := bad.finishReason("stop"); err == nil {
+	bad := reply{frontdoor.ReplyOf(toolcall.NewParser(toolcall.FormatHermes, toolcall.Options{}))}
+	bad.Push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>", 1)
+	bad.Finish()
+	if _, err := bad.finishReason(&scheduler.Final{Reason: scheduler.FinishEOS}, "stop"); err == nil {
 		t.Errorf("malformed call: no error")
 	}
-	cut := newReply(&toolSpec{door: frontdoor.Tools{Format: toolcall.FormatHermes}})
-	cut.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ", 1)
-	cut.finish()
-	if fr, err := cut.finishReason("length"); err != nil || fr != "length" || len(cut.message().ToolCalls) != 0 {
+	cut := reply{frontdoor.ReplyOf(toolcall.NewParser(toolcall.FormatHermes, toolcall.Options{}))}
+	cut.Push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ", 1)
+	cut.Finish()
+	if fr, err := cut.finishReason(&scheduler.Final{Reason: scheduler.FinishLength}, "length"); err != nil || fr != "length" || len(cut.message().ToolCalls) != 0 {
 		t.Errorf("cut call: %q, %v, %d calls; want length, no error, none", fr, err, len(cut.message().ToolCalls))
 	}
 }

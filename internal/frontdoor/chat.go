@@ -45,10 +45,20 @@ func (d *Door) ChatPrompt(ctx context.Context, msgs []chat.Message, keep int, tr
 // renderer without it (only RenderSegments) renders a zero v only; any
 // other is an error.
 func (d *Door) ChatPromptVars(ctx context.Context, msgs []chat.Message, keep int, trunc Truncation, v chat.Vars) ([]chat.Message, []int32, error) {
+	return d.chatPrompt(ctx, msgs, keep, trunc, v, nil)
+}
+
+// rewrite turns a conversation and its variables into what the template
+// renders (ChatPromptTools' tools); nil renders them as they are.
+type rewrite func(msgs []chat.Message, v chat.Vars) ([]chat.Message, chat.Vars)
+
+// chatPrompt is ChatPromptVars with each try's messages rewritten by rw
+// before rendering.
+func (d *Door) chatPrompt(ctx context.Context, msgs []chat.Message, keep int, trunc Truncation, v chat.Vars, rw rewrite) ([]chat.Message, []int32, error) {
 	if d.cfg.Chat == nil {
 		return nil, nil, ErrNoChat
 	}
-	prompt, err := d.chatTry(ctx, msgs, v)
+	prompt, err := d.chatTry(ctx, msgs, v, rw)
 	if err == nil || trunc != DropOldest || !TooLong(err) {
 		return msgs, prompt, err
 	}
@@ -80,14 +90,14 @@ func (d *Door) ChatPromptVars(ctx context.Context, msgs []chat.Message, keep int
 	if units == 0 {
 		return nil, nil, err
 	}
-	bestPrompt, err := d.chatTry(ctx, without(units), v)
+	bestPrompt, err := d.chatTry(ctx, without(units), v, rw)
 	if err != nil {
 		return nil, nil, err // it does not fit even with all of them gone
 	}
 	best, lo := units, 0 // without(lo) does not fit; without(best) does
 	for best-lo > 1 {
 		mid := (lo + best) / 2
-		p, err := d.chatTry(ctx, without(mid), v)
+		p, err := d.chatTry(ctx, without(mid), v, rw)
 		switch {
 		case err == nil:
 			best, bestPrompt = mid, p
@@ -106,9 +116,13 @@ func TooLong(err error) bool {
 	return errors.Is(err, ErrPromptBytes) || errors.Is(err, scheduler.ErrPromptTooLong)
 }
 
-// chatTry renders and tokenizes msgs, refusing them when they do not fit
-// (bytes before tokenizing, then tokens).
-func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars) ([]int32, error) {
+// chatTry renders and tokenizes msgs (rewritten by rw, when not nil),
+// refusing them when they do not fit (bytes before tokenizing, then
+// tokens).
+func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars, rw rewrite) ([]int32, error) {
+	if rw != nil {
+		msgs, v = rw(msgs, v)
+	}
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Content) + len(m.ReasoningContent)
