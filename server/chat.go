@@ -15,6 +15,7 @@ import (
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/runtime/chat"
+	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 )
 
@@ -22,6 +23,7 @@ var roleNames = map[inferencev1.Role]string{
 	inferencev1.Role_ROLE_SYSTEM:    "system",
 	inferencev1.Role_ROLE_USER:      "user",
 	inferencev1.Role_ROLE_ASSISTANT: "assistant",
+	inferencev1.Role_ROLE_TOOL:      "tool",
 }
 
 type chatStream = grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]
@@ -31,9 +33,14 @@ type chatReply struct {
 	st      *scheduler.Stream
 	done    chan frontdoor.Followed // the following's end
 	stalled <-chan time.Time        // one Send blocked past the stall limit
-	text    strings.Builder         // the text sent, read after done
+	text    strings.Builder         // the reply's text as generated, read after done
 	index   int32
 	prev    []chat.Message // the conversation before the turn
+	// parsed reads the reply into content, reasoning and tool calls (a
+	// turn with tools, frontdoor.ToolSpec.Parse), else nil; parseErr is
+	// its *frontdoor.ToolCallError, once the Final said so.
+	parsed   *frontdoor.Reply
+	parseErr error
 }
 
 // chatSession is one Chat stream's state, owned by its handler goroutine.
@@ -196,19 +203,38 @@ func (c *chatSession) start(t *inferencev1.ChatTurn) error {
 	if t.GetTruncation() == inferencev1.Truncation_TRUNCATION_DROP_OLDEST {
 		trunc = frontdoor.DropOldest
 	}
-	msgs, prompt, err := c.s.door.ChatPrompt(c.ctx, msgs, len(c.conv), trunc)
+	keep := len(c.conv)
+	tools, err := c.s.toolSpec(t)
 	if err != nil {
-		return err
+		return turnFields(err, keep)
+	}
+	if err := frontdoor.CheckToolMessages(msgs, keep); err != nil {
+		return turnFields(err, keep)
+	}
+	msgs, prompt, err := c.s.door.ChatPromptTools(c.ctx, msgs, keep, trunc, chat.Vars{}, tools)
+	if err != nil {
+		return turnFields(err, keep)
 	}
 	r, err := c.s.buildRequest(t.GetRequestId(), prompt, t, 0)
 	if err != nil {
 		return err
 	}
+	tc, err := c.s.door.ToolConstraint(tools)
+	if err != nil {
+		return turnFields(err, keep)
+	}
+	if tc != nil {
+		if r.Sampling.Constraint != nil {
+			return badField("turn.tool_choice", "%s cannot be combined with a response format", tools.Choice)
+		}
+		r.Sampling.Constraint = tc
+	}
 	st, err := c.s.cfg.Scheduler.Submit(c.ctx, r)
 	if err != nil {
 		return err
 	}
-	rep := &chatReply{st: st, done: make(chan frontdoor.Followed, 1), index: c.next, prev: c.conv}
+	rep := &chatReply{st: st, done: make(chan frontdoor.Followed, 1), index: c.next, prev: c.conv,
+		parsed: c.s.door.NewReply(tools, prompt)}
 	c.conv = msgs
 	c.next++
 	rep.stalled = c.s.door.Follow(c.ctx, st, c.s.follow(r, time.Now(), rep.done, c.send(rep)))
@@ -228,27 +254,62 @@ func (c *chatSession) messages(t *inferencev1.ChatTurn) ([]chat.Message, error) 
 		if !ok {
 			return nil, badField("turn.messages.role", "message %d has role %v", i, m.GetRole())
 		}
-		if !utf8.ValidString(m.GetContent()) {
-			return nil, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.content", "message %d is not valid UTF-8", i)
+		for _, f := range []struct{ field, s string }{
+			{"content", m.GetContent()}, {"tool_call_id", m.GetToolCallId()}, {"reasoning_content", m.GetReasoningContent()},
+		} {
+			if !utf8.ValidString(f.s) {
+				return nil, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages."+f.field, "message %d is not valid UTF-8", i)
+			}
 		}
-		msgs = append(msgs, chat.Message{Role: name, Content: m.GetContent()})
+		msg := chat.Message{Role: name, Content: m.GetContent(), ReasoningContent: m.GetReasoningContent()}
+		for _, tc := range m.GetToolCalls() {
+			if !utf8.ValidString(tc.GetId()) || !utf8.ValidString(tc.GetName()) || !utf8.ValidString(tc.GetArguments()) {
+				return nil, reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "turn.messages.tool_calls", "message %d is not valid UTF-8", i)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArguments()})
+		}
+		if name == "tool" {
+			msg.ToolCallID = m.GetToolCallId()
+		}
+		msgs = append(msgs, msg)
 	}
 	return msgs, nil
 }
 
 // send is the reply's send: chunks (their text kept for the
-// conversation), then the Final with the turn's load report.
-func (c *chatSession) send(rep *chatReply) func(*inferencev1.Chunk, *inferencev1.Final) error {
-	return func(ch *inferencev1.Chunk, f *inferencev1.Final) error {
-		m := &inferencev1.ChatResponse{Turn: rep.index}
+// conversation; with tools, parsed: Chunk.text the content, the reasoning
+// and call deltas beside it), then the Final with the turn's load report
+// (with tools, the complete calls and the finish reason they give).
+func (c *chatSession) send(rep *chatReply) sendFunc {
+	return func(ch *inferencev1.Chunk, f *inferencev1.Final, sf *scheduler.Final) error {
 		if ch != nil {
 			rep.text.WriteString(ch.Text)
-			m.Response = &inferencev1.ChatResponse_Chunk{Chunk: ch}
-		} else {
-			m.Response = &inferencev1.ChatResponse_Final{Final: f}
-			m.LoadReport = c.s.load.turnReport()
 		}
-		return c.stream.Send(m)
+		if rep.parsed != nil {
+			var evs []toolcall.Event
+			if ch != nil {
+				evs = rep.parsed.Push(ch.Text, len(ch.TokenIds))
+			}
+			if f != nil {
+				evs = append(evs, rep.parsed.Finish()...)
+			}
+			if ch != nil || len(evs) > 0 {
+				ch = parsedChunk(ch, evs)
+			}
+		}
+		if ch != nil {
+			if err := c.stream.Send(&inferencev1.ChatResponse{Turn: rep.index, Response: &inferencev1.ChatResponse_Chunk{Chunk: ch}}); err != nil {
+				return err
+			}
+		}
+		if f == nil {
+			return nil
+		}
+		if rep.parsed != nil {
+			c.parsedFinal(rep, f, sf)
+		}
+		return c.stream.Send(&inferencev1.ChatResponse{Turn: rep.index, Response: &inferencev1.ChatResponse_Final{Final: f},
+			LoadReport: c.s.load.turnReport()})
 	}
 }
 
@@ -265,7 +326,11 @@ func (c *chatSession) replyDone(res frontdoor.Followed) (end bool, _ error) {
 			return false, err
 		}
 	} else {
-		c.conv = append(c.conv, chat.Message{Role: "assistant", Content: rep.text.String()})
+		msg := chat.Message{Role: "assistant", Content: rep.text.String()}
+		if rep.parsed != nil && rep.parseErr == nil {
+			msg = rep.parsed.Message()
+		}
+		c.conv = append(c.conv, msg)
 		if res.Err != nil {
 			return false, res.Err
 		}

@@ -110,6 +110,7 @@ func toStatus(err error) *status.Status {
 		te *frontdoor.TemplateError
 		me *frontdoor.MarkupError
 		xe *scheduler.TextError
+		fe *frontdoor.FieldError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -141,6 +142,9 @@ func toStatus(err error) *status.Status {
 		code, reason = codes.InvalidArgument, ReasonInvalidParameter
 		meta = map[string]string{"field": wireField(me.Field)}
 		msg = wireField(me.Field) + ": " + me.Detail()
+	case errors.As(err, &fe):
+		code, reason = codes.InvalidArgument, ReasonInvalidParameter
+		meta = map[string]string{"field": fe.Field}
 	case errors.As(err, &te):
 		code, reason = codes.InvalidArgument, ReasonChatTemplate
 		meta = map[string]string{"field": "turn.messages"}

@@ -29,6 +29,13 @@ const fuzzMaxTokens = 4
 // a client; everything stops at cleanup.
 func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 	tb.Helper()
+	return realClientWith(tb, frontdoor.Config{Chat: chat.Default()})
+}
+
+// realClientWith is realClient with the Door of dcfg (its Tokenizer and
+// Limits set here).
+func realClientWith(tb testing.TB, dcfg frontdoor.Config) inferencev1.InferenceServiceClient {
+	tb.Helper()
 	m, err := runtime.Load(shareddata.Path(tb, "models/stories260K.gguf"))
 	if err != nil {
 		tb.Fatal(err)
@@ -57,7 +64,8 @@ func realClient(tb testing.TB) inferencev1.InferenceServiceClient {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { b.Close(); m.Close() }) // after the step loop has ended (serveOverBufconn)
-	return serveOverBufconn(tb, sched, frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default()},
+	dcfg.Tokenizer = m.Tok
+	return serveOverBufconn(tb, sched, dcfg,
 		Config{Tokenizer: m.Tok, Info: ModelInfo{Name: m.Name, VocabSize: m.HP.VocabSize}})
 }
 

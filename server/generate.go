@@ -106,11 +106,16 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 		return Status(err)
 	}
 	done := make(chan frontdoor.Followed, 1)
-	stalled := s.door.Follow(ctx, st, s.follow(r, start, done, func(c *inferencev1.Chunk, f *inferencev1.Final) error {
+	stalled := s.door.Follow(ctx, st, s.follow(r, start, done, func(c *inferencev1.Chunk, f *inferencev1.Final, _ *scheduler.Final) error {
 		if c != nil {
-			return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Chunk{Chunk: c}})
+			if err := stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Chunk{Chunk: c}}); err != nil {
+				return err
+			}
 		}
-		return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Final{Final: f}})
+		if f != nil {
+			return stream.Send(&inferencev1.GenerateResponse{Response: &inferencev1.GenerateResponse_Final{Final: f}})
+		}
+		return nil
 	}))
 	select {
 	case res := <-done:
@@ -124,29 +129,40 @@ func (s *Server) Generate(req *inferencev1.GenerateRequest, stream grpc.ServerSt
 	}
 }
 
+// sendFunc sends one event of a stream: its Chunk (nil when the event
+// has no tokens and no text) and, with the last event, its Final (f, and
+// sf the scheduler's; both nil before).
+type sendFunc func(c *inferencev1.Chunk, f *inferencev1.Final, sf *scheduler.Final) error
+
 // follow is how the server follows r's stream (frontdoor.Door.Follow):
-// each event becomes a Chunk, then the Final, handed to send; the ending
-// goes to done (capacity 1). A Final cut off by the shutdown
-// (scheduler.ErrClosed) is not sent: the stream ends with UNAVAILABLE /
-// DRAINING instead.
-func (s *Server) follow(r scheduler.Request, start time.Time, done chan<- frontdoor.Followed,
-	send func(*inferencev1.Chunk, *inferencev1.Final) error) frontdoor.Follow {
+// each event becomes a Chunk, the last one also the Final, handed to
+// send; the ending goes to done (capacity 1). A Final cut off by the
+// shutdown (scheduler.ErrClosed) is not sent: the stream ends with
+// UNAVAILABLE / DRAINING instead.
+func (s *Server) follow(r scheduler.Request, start time.Time, done chan<- frontdoor.Followed, send sendFunc) frontdoor.Follow {
 	return frontdoor.Follow{
 		Door:  frontdoor.DoorGRPC,
 		Start: start,
 		Send: func(ev scheduler.Event) error {
+			var c *inferencev1.Chunk
 			if len(ev.Tokens) > 0 || ev.Text != "" {
-				if err := send(toChunk(ev, r.Sampling.Logprobs), nil); err != nil {
-					return err
-				}
+				c = toChunk(ev, r.Sampling.Logprobs)
 			}
 			if ev.Final == nil {
-				return nil
+				if c == nil {
+					return nil
+				}
+				return send(c, nil, nil)
 			}
 			if errors.Is(ev.Final.Err, scheduler.ErrClosed) {
+				if c != nil {
+					if err := send(c, nil, nil); err != nil {
+						return err
+					}
+				}
 				return ev.Final.Err
 			}
-			return send(nil, toFinal(r.ID, start, ev.Final))
+			return send(c, toFinal(r.ID, start, ev.Final), ev.Final)
 		},
 		Done: func(res frontdoor.Followed) { done <- res },
 		Abandoned: func() {

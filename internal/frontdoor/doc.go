@@ -16,7 +16,13 @@
 //     Config.ToolFormat, the operator's --tool-format), and for templates
 //     that render no tools the generic fallback (GenericToolPrompt,
 //     GenericToolMessages: a system prompt listing the tools and asking
-//     for {"tool_calls": [...]}, calls and results written as text);
+//     for {"tool_calls": [...]}, calls and results written as text); a
+//     request's tools (ToolSpec: names, schemas, tool choice), the tool
+//     calls and results of a conversation (CheckToolMessages), their
+//     rendering (ChatPromptTools), the grammar of tool choice required or
+//     named (ToolConstraint) and the parsed reply (Reply: content,
+//     reasoning, calls, the outcome), which each door decodes into and
+//     encodes from its wire;
 //   - a request's defaults: max_tokens, the queue timeout, the seed, and
 //     the seeds of n choices of one prompt (Request, Requests);
 //   - structured output: one compiled-format cache and one vocabulary
@@ -40,7 +46,7 @@
 // and to decide which messages a conversation can drop to fit. Each door
 // keeps its wire-shape checks (enum values, oneofs, the UTF-8 of what it
 // decodes) and maps every error, the scheduler's and this package's
-// (*BytesError, *TemplateError, ErrNoTokenBytes, ErrQueueTimeout), to its
+// (*BytesError, *TemplateError, *FieldError, ErrNoTokenBytes, ErrQueueTimeout), to its
 // own protocol in one function (server.Status, openai's apiErrorOf).
 //
 // Field names in errors are the scheduler's and this package's neutral

@@ -51,13 +51,20 @@ const (
 	FinishReason_FINISH_REASON_STOP_SEQUENCE FinishReason = 3
 	// The client cancelled the request (or, in Chat, interrupted the reply).
 	FinishReason_FINISH_REASON_CANCELLED FinishReason = 4
-	// Generation failed; error_message says why.
+	// Generation failed; error_message says why. In a Chat reply with tools,
+	// also a tool call the model wrote malformed (possible under
+	// TOOL_CHOICE_MODE_AUTO in formats whose calls no grammar enforces);
+	// the stream goes on.
 	FinishReason_FINISH_REASON_ERROR FinishReason = 5
 	// Not sent by this server: a request that is not admitted within the
 	// server's queue timeout is refused like a full queue (RESOURCE_EXHAUSTED
 	// with ErrorInfo reason QUEUE_FULL and a RetryInfo; in Chat, a TurnError).
 	// Kept so that clients built against it still decode.
 	FinishReason_FINISH_REASON_TIMEOUT FinishReason = 6
+	// Chat with tools: the reply ended (the model's end-of-generation token or
+	// a stop sequence) after one or more complete tool calls, listed in
+	// Final.tool_calls.
+	FinishReason_FINISH_REASON_TOOL_CALLS FinishReason = 7
 )
 
 // Enum value maps for FinishReason.
@@ -70,6 +77,7 @@ var (
 		4: "FINISH_REASON_CANCELLED",
 		5: "FINISH_REASON_ERROR",
 		6: "FINISH_REASON_TIMEOUT",
+		7: "FINISH_REASON_TOOL_CALLS",
 	}
 	FinishReason_value = map[string]int32{
 		"FINISH_REASON_UNSPECIFIED":   0,
@@ -79,6 +87,7 @@ var (
 		"FINISH_REASON_CANCELLED":     4,
 		"FINISH_REASON_ERROR":         5,
 		"FINISH_REASON_TIMEOUT":       6,
+		"FINISH_REASON_TOOL_CALLS":    7,
 	}
 )
 
@@ -107,6 +116,69 @@ func (x FinishReason) Number() protoreflect.EnumNumber {
 // Deprecated: Use FinishReason.Descriptor instead.
 func (FinishReason) EnumDescriptor() ([]byte, []int) {
 	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{0}
+}
+
+// ToolChoiceMode is a tool choice that names no tool.
+type ToolChoiceMode int32
+
+const (
+	// Not set; the same as TOOL_CHOICE_MODE_AUTO.
+	ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED ToolChoiceMode = 0
+	// The model answers or calls tools, as it chooses; the reply is parsed in
+	// the model's tool-call format (detected from its chat template, or
+	// weft serve --tool-format) into content, reasoning and calls.
+	ToolChoiceMode_TOOL_CHOICE_MODE_AUTO ToolChoiceMode = 1
+	// No call: the tools are not rendered and the reply is all content.
+	ToolChoiceMode_TOOL_CHOICE_MODE_NONE ToolChoiceMode = 2
+	// One or more calls (one unless parallel_tool_calls): decoding is
+	// constrained by a grammar of the format's call syntax with each tool's
+	// arguments matching its parameters schema, so every call parses and
+	// validates. (Formats whose arguments are not JSON, qwen3-coder and
+	// deepseek-dsml, run free and are parsed as with AUTO.)
+	ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED ToolChoiceMode = 3
+)
+
+// Enum value maps for ToolChoiceMode.
+var (
+	ToolChoiceMode_name = map[int32]string{
+		0: "TOOL_CHOICE_MODE_UNSPECIFIED",
+		1: "TOOL_CHOICE_MODE_AUTO",
+		2: "TOOL_CHOICE_MODE_NONE",
+		3: "TOOL_CHOICE_MODE_REQUIRED",
+	}
+	ToolChoiceMode_value = map[string]int32{
+		"TOOL_CHOICE_MODE_UNSPECIFIED": 0,
+		"TOOL_CHOICE_MODE_AUTO":        1,
+		"TOOL_CHOICE_MODE_NONE":        2,
+		"TOOL_CHOICE_MODE_REQUIRED":    3,
+	}
+)
+
+func (x ToolChoiceMode) Enum() *ToolChoiceMode {
+	p := new(ToolChoiceMode)
+	*p = x
+	return p
+}
+
+func (x ToolChoiceMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolChoiceMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_inference_v1_inference_service_proto_enumTypes[1].Descriptor()
+}
+
+func (ToolChoiceMode) Type() protoreflect.EnumType {
+	return &file_inference_v1_inference_service_proto_enumTypes[1]
+}
+
+func (x ToolChoiceMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolChoiceMode.Descriptor instead.
+func (ToolChoiceMode) EnumDescriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
 }
 
 // Truncation is the policy for a chat turn that does not fit the context.
@@ -149,11 +221,11 @@ func (x Truncation) String() string {
 }
 
 func (Truncation) Descriptor() protoreflect.EnumDescriptor {
-	return file_inference_v1_inference_service_proto_enumTypes[1].Descriptor()
+	return file_inference_v1_inference_service_proto_enumTypes[2].Descriptor()
 }
 
 func (Truncation) Type() protoreflect.EnumType {
-	return &file_inference_v1_inference_service_proto_enumTypes[1]
+	return &file_inference_v1_inference_service_proto_enumTypes[2]
 }
 
 func (x Truncation) Number() protoreflect.EnumNumber {
@@ -162,7 +234,7 @@ func (x Truncation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Truncation.Descriptor instead.
 func (Truncation) EnumDescriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{1}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{2}
 }
 
 // Role is who wrote a chat message.
@@ -177,6 +249,9 @@ const (
 	Role_ROLE_USER Role = 2
 	// The model.
 	Role_ROLE_ASSISTANT Role = 3
+	// A tool's result: the message's tool_call_id names the call it answers
+	// (a call of an earlier assistant message of the conversation).
+	Role_ROLE_TOOL Role = 4
 )
 
 // Enum value maps for Role.
@@ -186,12 +261,14 @@ var (
 		1: "ROLE_SYSTEM",
 		2: "ROLE_USER",
 		3: "ROLE_ASSISTANT",
+		4: "ROLE_TOOL",
 	}
 	Role_value = map[string]int32{
 		"ROLE_UNSPECIFIED": 0,
 		"ROLE_SYSTEM":      1,
 		"ROLE_USER":        2,
 		"ROLE_ASSISTANT":   3,
+		"ROLE_TOOL":        4,
 	}
 )
 
@@ -206,11 +283,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_inference_v1_inference_service_proto_enumTypes[2].Descriptor()
+	return file_inference_v1_inference_service_proto_enumTypes[3].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_inference_v1_inference_service_proto_enumTypes[2]
+	return &file_inference_v1_inference_service_proto_enumTypes[3]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -219,7 +296,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{2}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{3}
 }
 
 // GenerateRequest asks for the completion of one prompt.
@@ -1044,14 +1121,30 @@ func (*GenerateResponse_Final) isGenerateResponse_Response() {}
 // Chunk carries tokens generated since the previous chunk.
 type Chunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Generated token ids, in order; one or more.
+	// Generated token ids, in order; one or more (except, in a Chat reply
+	// with tools that was cancelled or failed, a last chunk carrying only
+	// the parsed text the parser held back).
 	TokenIds []int32 `protobuf:"varint,1,rep,packed,name=token_ids,json=tokenIds" json:"token_ids,omitempty"`
 	// UTF-8 text delta for these tokens. Text that could still become part of a
 	// stop string, or an incomplete UTF-8 sequence, is held back and sent with a
 	// later chunk, so text may lag token_ids and may be empty.
 	Text string `protobuf:"bytes,2,opt,name=text" json:"text,omitempty"`
 	// Log-probabilities of token_ids, one per token, when requested.
-	Logprobs      []*TokenLogprob `protobuf:"bytes,3,rep,name=logprobs" json:"logprobs,omitempty"`
+	Logprobs []*TokenLogprob `protobuf:"bytes,3,rep,name=logprobs" json:"logprobs,omitempty"`
+	// Chat turns with tools only (ChatTurn.tools, tool choice not NONE): the
+	// reply is parsed in the model's tool-call format, and text carries only
+	// its content (the answer shown to the user); the reasoning and the tool
+	// calls come here instead. A chunk whose tokens completed no part yet has
+	// none of the three.
+	//
+	// reasoning_text is the reasoning's delta (a thinking model's
+	// "<think>...</think>" or harmony's analysis channel).
+	ReasoningText string `protobuf:"bytes,4,opt,name=reasoning_text,json=reasoningText" json:"reasoning_text,omitempty"`
+	// Tool-call deltas, in order: a call's first delta has its index, id and
+	// name; later ones the same index and a fragment of its arguments. The
+	// fragments of one call, concatenated, are its arguments (a JSON object).
+	// The complete calls are repeated in the Final.
+	ToolCalls     []*ToolCallDelta `protobuf:"bytes,5,rep,name=tool_calls,json=toolCalls" json:"tool_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1107,6 +1200,94 @@ func (x *Chunk) GetLogprobs() []*TokenLogprob {
 	return nil
 }
 
+func (x *Chunk) GetReasoningText() string {
+	if x != nil {
+		return x.ReasoningText
+	}
+	return ""
+}
+
+func (x *Chunk) GetToolCalls() []*ToolCallDelta {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+// ToolCallDelta is a piece of a tool call streaming in a chat reply.
+type ToolCallDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's index in the reply, from 0.
+	Index int32 `protobuf:"varint,1,opt,name=index" json:"index,omitempty"`
+	// The call's id, on its first delta only.
+	Id string `protobuf:"bytes,2,opt,name=id" json:"id,omitempty"`
+	// The tool's name, on its first delta only.
+	Name string `protobuf:"bytes,3,opt,name=name" json:"name,omitempty"`
+	// A fragment of the call's arguments (JSON text); empty on the first
+	// delta.
+	Arguments     string `protobuf:"bytes,4,opt,name=arguments" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallDelta) Reset() {
+	*x = ToolCallDelta{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallDelta) ProtoMessage() {}
+
+func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
+func (*ToolCallDelta) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ToolCallDelta) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ToolCallDelta) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
 // TokenLogprob is one generated token's log-probability and the most likely
 // alternatives at its position.
 type TokenLogprob struct {
@@ -1123,7 +1304,7 @@ type TokenLogprob struct {
 
 func (x *TokenLogprob) Reset() {
 	*x = TokenLogprob{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1316,7 @@ func (x *TokenLogprob) String() string {
 func (*TokenLogprob) ProtoMessage() {}
 
 func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[10]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1329,7 @@ func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
 func (*TokenLogprob) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{10}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TokenLogprob) GetTokenId() int32 {
@@ -1185,7 +1366,7 @@ type TopLogprob struct {
 
 func (x *TopLogprob) Reset() {
 	*x = TopLogprob{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1378,7 @@ func (x *TopLogprob) String() string {
 func (*TopLogprob) ProtoMessage() {}
 
 func (x *TopLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[11]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1391,7 @@ func (x *TopLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
 func (*TopLogprob) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{11}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TopLogprob) GetTokenId() int32 {
@@ -1241,14 +1422,19 @@ type Final struct {
 	// Human-readable error when finish_reason is FINISH_REASON_ERROR.
 	ErrorMessage string `protobuf:"bytes,5,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
 	// The request_id of the request, echoed.
-	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
+	// Chat turns with tools: the reply's complete tool calls, in order (a call
+	// cut off by max_tokens is left out). The conversation keeps them as the
+	// assistant message's tool_calls; answer each with a ROLE_TOOL message
+	// whose tool_call_id is its id.
+	ToolCalls     []*ToolCall `protobuf:"bytes,7,rep,name=tool_calls,json=toolCalls" json:"tool_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1446,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[12]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1459,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{12}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Final) GetFinishReason() FinishReason {
@@ -1318,6 +1504,13 @@ func (x *Final) GetRequestId() string {
 	return ""
 }
 
+func (x *Final) GetToolCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
 // Usage counts the tokens of one generation.
 type Usage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1326,14 +1519,17 @@ type Usage struct {
 	// Tokens generated.
 	CompletionTokens int32 `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens" json:"completion_tokens,omitempty"`
 	// Prompt tokens whose KV cache was reused from the prefix cache.
-	CachedTokens  int32 `protobuf:"varint,3,opt,name=cached_tokens,json=cachedTokens" json:"cached_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CachedTokens int32 `protobuf:"varint,3,opt,name=cached_tokens,json=cachedTokens" json:"cached_tokens,omitempty"`
+	// Chat turns with tools: generated tokens whose text was reasoning
+	// (included in completion_tokens).
+	ReasoningTokens int32 `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens" json:"reasoning_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1541,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[13]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1554,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{13}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Usage) GetPromptTokens() int32 {
@@ -1378,6 +1574,13 @@ func (x *Usage) GetCompletionTokens() int32 {
 func (x *Usage) GetCachedTokens() int32 {
 	if x != nil {
 		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetReasoningTokens() int32 {
+	if x != nil {
+		return x.ReasoningTokens
 	}
 	return 0
 }
@@ -1403,7 +1606,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1618,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[14]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1631,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{14}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Timings) GetQueueWait() *durationpb.Duration {
@@ -1482,7 +1685,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1697,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[15]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1710,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{15}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ChatRequest) GetRequest() isChatRequest_Request {
@@ -1573,15 +1776,31 @@ type ChatTurn struct {
 	// unset means TRUNCATION_REJECT.
 	Truncation Truncation `protobuf:"varint,6,opt,name=truncation,enum=inference.v1.Truncation" json:"truncation,omitempty"`
 	// Constrains the reply to a format (structured output); unset means free
-	// text.
+	// text. Cannot be combined with tool_choice REQUIRED or a function.
 	ResponseFormat *ResponseFormat `protobuf:"bytes,20,opt,name=response_format,json=responseFormat" json:"response_format,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Function tools the model may call in this turn's reply, rendered by the
+	// model's chat template (a template that knows no tools gets them in a
+	// system message, with a JSON reply shape to call them). As in OpenAI's
+	// API they are per turn: send them with every turn that may call them.
+	// The template writes them at the start of the prompt, so the same tools
+	// on every turn keep the prefix cache warm. Names are unique. A tool whose
+	// parameters do not compile is refused (INVALID_ARGUMENT, field
+	// "turn.tools[i].parameters"). Empty: no tools.
+	Tools []*Tool `protobuf:"bytes,7,rep,name=tools" json:"tools,omitempty"`
+	// Whether and which tools the reply calls; unset means
+	// TOOL_CHOICE_MODE_AUTO. Only with tools (except AUTO and NONE).
+	ToolChoice *ToolChoice `protobuf:"bytes,8,opt,name=tool_choice,json=toolChoice" json:"tool_choice,omitempty"`
+	// Whether a reply under TOOL_CHOICE_MODE_REQUIRED may make more than one
+	// call. Unset means true, as in OpenAI's API. A named function is always
+	// called once.
+	ParallelToolCalls *bool `protobuf:"varint,9,opt,name=parallel_tool_calls,json=parallelToolCalls" json:"parallel_tool_calls,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ChatTurn) Reset() {
 	*x = ChatTurn{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1812,7 @@ func (x *ChatTurn) String() string {
 func (*ChatTurn) ProtoMessage() {}
 
 func (x *ChatTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[16]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1825,7 @@ func (x *ChatTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatTurn.ProtoReflect.Descriptor instead.
 func (*ChatTurn) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{16}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ChatTurn) GetMessages() []*ChatMessage {
@@ -1658,6 +1877,182 @@ func (x *ChatTurn) GetResponseFormat() *ResponseFormat {
 	return nil
 }
 
+func (x *ChatTurn) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetToolChoice() *ToolChoice {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return nil
+}
+
+func (x *ChatTurn) GetParallelToolCalls() bool {
+	if x != nil && x.ParallelToolCalls != nil {
+		return *x.ParallelToolCalls
+	}
+	return false
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The function's name: 1 to 64 letters, digits, '_', '-', '.' or ':'.
+	Name string `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	// What the function does, for the model; may be empty.
+	Description string `protobuf:"bytes,2,opt,name=description" json:"description,omitempty"`
+	// The arguments' JSON Schema (an object schema), as JSON text; the
+	// keywords ResponseFormat's JsonSchema supports. Under tool choice
+	// REQUIRED or a function, every call's arguments are generated to match
+	// it. Empty means any JSON object.
+	Parameters    string `protobuf:"bytes,3,opt,name=parameters" json:"parameters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tool) Reset() {
+	*x = Tool{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tool) ProtoMessage() {}
+
+func (x *Tool) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tool.ProtoReflect.Descriptor instead.
+func (*Tool) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Tool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Tool) GetParameters() string {
+	if x != nil {
+		return x.Parameters
+	}
+	return ""
+}
+
+// ToolChoice says whether, and which, tools a reply calls.
+type ToolChoice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The choice. Unset means TOOL_CHOICE_MODE_AUTO.
+	//
+	// Types that are valid to be assigned to Choice:
+	//
+	//	*ToolChoice_Mode
+	//	*ToolChoice_Function
+	Choice        isToolChoice_Choice `protobuf_oneof:"choice"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolChoice) Reset() {
+	*x = ToolChoice{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolChoice) ProtoMessage() {}
+
+func (x *ToolChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
+func (*ToolChoice) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ToolChoice) GetChoice() isToolChoice_Choice {
+	if x != nil {
+		return x.Choice
+	}
+	return nil
+}
+
+func (x *ToolChoice) GetMode() ToolChoiceMode {
+	if x != nil {
+		if x, ok := x.Choice.(*ToolChoice_Mode); ok {
+			return x.Mode
+		}
+	}
+	return ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED
+}
+
+func (x *ToolChoice) GetFunction() string {
+	if x != nil {
+		if x, ok := x.Choice.(*ToolChoice_Function); ok {
+			return x.Function
+		}
+	}
+	return ""
+}
+
+type isToolChoice_Choice interface {
+	isToolChoice_Choice()
+}
+
+type ToolChoice_Mode struct {
+	// AUTO, NONE or REQUIRED.
+	Mode ToolChoiceMode `protobuf:"varint,1,opt,name=mode,enum=inference.v1.ToolChoiceMode,oneof"`
+}
+
+type ToolChoice_Function struct {
+	// Exactly one call of the tool so named (one of ChatTurn.tools),
+	// enforced from the reply's first token as with REQUIRED.
+	Function string `protobuf:"bytes,2,opt,name=function,oneof"`
+}
+
+func (*ToolChoice_Mode) isToolChoice_Choice() {}
+
+func (*ToolChoice_Function) isToolChoice_Choice() {}
+
 // ChatCancel interrupts the reply that is streaming.
 type ChatCancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1667,7 +2062,7 @@ type ChatCancel struct {
 
 func (x *ChatCancel) Reset() {
 	*x = ChatCancel{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +2074,7 @@ func (x *ChatCancel) String() string {
 func (*ChatCancel) ProtoMessage() {}
 
 func (x *ChatCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[17]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +2087,7 @@ func (x *ChatCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatCancel.ProtoReflect.Descriptor instead.
 func (*ChatCancel) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{17}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
 }
 
 // ChatMessage is one message of a conversation.
@@ -1701,14 +2096,23 @@ type ChatMessage struct {
 	// Who wrote it.
 	Role Role `protobuf:"varint,1,opt,name=role,enum=inference.v1.Role" json:"role,omitempty"`
 	// The message text (valid UTF-8).
-	Content       string `protobuf:"bytes,2,opt,name=content" json:"content,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Content string `protobuf:"bytes,2,opt,name=content" json:"content,omitempty"`
+	// ROLE_ASSISTANT only: the tool calls the assistant made (the conversation
+	// already holds those of the replies on this stream; these are for a
+	// history the client brings).
+	ToolCalls []*ToolCall `protobuf:"bytes,3,rep,name=tool_calls,json=toolCalls" json:"tool_calls,omitempty"`
+	// ROLE_TOOL only: the id of the call this message answers. Required there.
+	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId" json:"tool_call_id,omitempty"`
+	// ROLE_ASSISTANT only: the assistant's reasoning, which a thinking model's
+	// template replays or drops.
+	ReasoningContent string `protobuf:"bytes,5,opt,name=reasoning_content,json=reasoningContent" json:"reasoning_content,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +2124,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[18]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +2137,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{18}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ChatMessage) GetRole() Role {
@@ -1746,6 +2150,92 @@ func (x *ChatMessage) GetRole() Role {
 func (x *ChatMessage) GetContent() string {
 	if x != nil {
 		return x.Content
+	}
+	return ""
+}
+
+func (x *ChatMessage) GetToolCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *ChatMessage) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ChatMessage) GetReasoningContent() string {
+	if x != nil {
+		return x.ReasoningContent
+	}
+	return ""
+}
+
+// ToolCall is one call of a tool.
+type ToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id, unique in the conversation ("call_" and 24 letters and
+	// digits, for the calls the server returns).
+	Id string `protobuf:"bytes,1,opt,name=id" json:"id,omitempty"`
+	// The tool's name.
+	Name string `protobuf:"bytes,2,opt,name=name" json:"name,omitempty"`
+	// The arguments as JSON text (a JSON object).
+	Arguments     string `protobuf:"bytes,3,opt,name=arguments" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ToolCall) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCall) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
 	}
 	return ""
 }
@@ -1774,7 +2264,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +2276,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[19]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +2289,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{19}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ChatResponse) GetTurn() int32 {
@@ -1898,7 +2388,7 @@ type LoadReport struct {
 
 func (x *LoadReport) Reset() {
 	*x = LoadReport{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2400,7 @@ func (x *LoadReport) String() string {
 func (*LoadReport) ProtoMessage() {}
 
 func (x *LoadReport) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[20]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2413,7 @@ func (x *LoadReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
 func (*LoadReport) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{20}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LoadReport) GetApplicationUtilization() float64 {
@@ -1981,7 +2471,7 @@ type TurnError struct {
 
 func (x *TurnError) Reset() {
 	*x = TurnError{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2483,7 @@ func (x *TurnError) String() string {
 func (*TurnError) ProtoMessage() {}
 
 func (x *TurnError) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[21]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2496,7 @@ func (x *TurnError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnError.ProtoReflect.Descriptor instead.
 func (*TurnError) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{21}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TurnError) GetCode() int32 {
@@ -2060,7 +2550,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2562,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[22]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2575,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{22}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TokenizeRequest) GetText() string {
@@ -2120,7 +2610,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2622,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[23]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2635,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{23}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TokenizeResponse) GetTokenIds() []int32 {
@@ -2166,7 +2656,7 @@ type DetokenizeRequest struct {
 
 func (x *DetokenizeRequest) Reset() {
 	*x = DetokenizeRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2668,7 @@ func (x *DetokenizeRequest) String() string {
 func (*DetokenizeRequest) ProtoMessage() {}
 
 func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[24]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2681,7 @@ func (x *DetokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeRequest.ProtoReflect.Descriptor instead.
 func (*DetokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{24}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DetokenizeRequest) GetTokenIds() []int32 {
@@ -2212,7 +2702,7 @@ type DetokenizeResponse struct {
 
 func (x *DetokenizeResponse) Reset() {
 	*x = DetokenizeResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2714,7 @@ func (x *DetokenizeResponse) String() string {
 func (*DetokenizeResponse) ProtoMessage() {}
 
 func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[25]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2727,7 @@ func (x *DetokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetokenizeResponse.ProtoReflect.Descriptor instead.
 func (*DetokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{25}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DetokenizeResponse) GetText() string {
@@ -2256,7 +2746,7 @@ type GetModelInfoRequest struct {
 
 func (x *GetModelInfoRequest) Reset() {
 	*x = GetModelInfoRequest{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2758,7 @@ func (x *GetModelInfoRequest) String() string {
 func (*GetModelInfoRequest) ProtoMessage() {}
 
 func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[26]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2771,7 @@ func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetModelInfoRequest) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{26}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{30}
 }
 
 // GetModelInfoResponse describes the loaded model and its backend.
@@ -2320,7 +2810,7 @@ type GetModelInfoResponse struct {
 
 func (x *GetModelInfoResponse) Reset() {
 	*x = GetModelInfoResponse{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2822,7 @@ func (x *GetModelInfoResponse) String() string {
 func (*GetModelInfoResponse) ProtoMessage() {}
 
 func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[27]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2835,7 @@ func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetModelInfoResponse) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{27}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetModelInfoResponse) GetName() string {
@@ -2438,7 +2928,7 @@ type TensorTypeCount struct {
 
 func (x *TensorTypeCount) Reset() {
 	*x = TensorTypeCount{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2940,7 @@ func (x *TensorTypeCount) String() string {
 func (*TensorTypeCount) ProtoMessage() {}
 
 func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[28]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2953,7 @@ func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorTypeCount.ProtoReflect.Descriptor instead.
 func (*TensorTypeCount) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{28}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TensorTypeCount) GetType() string {
@@ -2499,7 +2989,7 @@ type KVCacheInfo struct {
 
 func (x *KVCacheInfo) Reset() {
 	*x = KVCacheInfo{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +3001,7 @@ func (x *KVCacheInfo) String() string {
 func (*KVCacheInfo) ProtoMessage() {}
 
 func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[29]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +3014,7 @@ func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVCacheInfo.ProtoReflect.Descriptor instead.
 func (*KVCacheInfo) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{29}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KVCacheInfo) GetBlockSize() int32 {
@@ -2623,11 +3113,19 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\x05chunk\x18\x01 \x01(\v2\x13.inference.v1.ChunkH\x00R\x05chunk\x12+\n" +
 	"\x05final\x18\x02 \x01(\v2\x13.inference.v1.FinalH\x00R\x05finalB\n" +
 	"\n" +
-	"\bresponse\"p\n" +
+	"\bresponse\"\xd3\x01\n" +
 	"\x05Chunk\x12\x1b\n" +
 	"\ttoken_ids\x18\x01 \x03(\x05R\btokenIds\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x126\n" +
-	"\blogprobs\x18\x03 \x03(\v2\x1a.inference.v1.TokenLogprobR\blogprobs\"o\n" +
+	"\blogprobs\x18\x03 \x03(\v2\x1a.inference.v1.TokenLogprobR\blogprobs\x12%\n" +
+	"\x0ereasoning_text\x18\x04 \x01(\tR\rreasoningText\x12:\n" +
+	"\n" +
+	"tool_calls\x18\x05 \x03(\v2\x1b.inference.v1.ToolCallDeltaR\ttoolCalls\"g\n" +
+	"\rToolCallDelta\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x04 \x01(\tR\targuments\"o\n" +
 	"\fTokenLogprob\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\x05R\atokenId\x12\x18\n" +
 	"\alogprob\x18\x02 \x01(\x02R\alogprob\x12*\n" +
@@ -2635,7 +3133,7 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\n" +
 	"TopLogprob\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\x05R\atokenId\x12\x18\n" +
-	"\alogprob\x18\x02 \x01(\x02R\alogprob\"\x8b\x02\n" +
+	"\alogprob\x18\x02 \x01(\x02R\alogprob\"\xc2\x02\n" +
 	"\x05Final\x12?\n" +
 	"\rfinish_reason\x18\x01 \x01(\x0e2\x1a.inference.v1.FinishReasonR\ffinishReason\x12)\n" +
 	"\x05usage\x18\x02 \x01(\v2\x13.inference.v1.UsageR\x05usage\x12/\n" +
@@ -2643,11 +3141,14 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\fstop_matched\x18\x04 \x01(\tR\vstopMatched\x12#\n" +
 	"\rerror_message\x18\x05 \x01(\tR\ferrorMessage\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestId\"~\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x125\n" +
+	"\n" +
+	"tool_calls\x18\a \x03(\v2\x16.inference.v1.ToolCallR\ttoolCalls\"\xa9\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x05R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x05R\x10completionTokens\x12#\n" +
-	"\rcached_tokens\x18\x03 \x01(\x05R\fcachedTokens\"\x95\x02\n" +
+	"\rcached_tokens\x18\x03 \x01(\x05R\fcachedTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x04 \x01(\x05R\x0freasoningTokens\"\x95\x02\n" +
 	"\aTimings\x128\n" +
 	"\n" +
 	"queue_wait\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\x12H\n" +
@@ -2658,7 +3159,7 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\vChatRequest\x12,\n" +
 	"\x04turn\x18\x01 \x01(\v2\x16.inference.v1.ChatTurnH\x00R\x04turn\x122\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x18.inference.v1.ChatCancelH\x00R\x06cancelB\t\n" +
-	"\arequest\"\x91\x03\n" +
+	"\arequest\"\xad\x04\n" +
 	"\bChatTurn\x125\n" +
 	"\bmessages\x18\x01 \x03(\v2\x19.inference.v1.ChatMessageR\bmessages\x128\n" +
 	"\bsampling\x18\x02 \x01(\v2\x1c.inference.v1.SamplingParamsR\bsampling\x12:\n" +
@@ -2669,12 +3170,36 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\n" +
 	"truncation\x18\x06 \x01(\x0e2\x18.inference.v1.TruncationR\n" +
 	"truncation\x12E\n" +
-	"\x0fresponse_format\x18\x14 \x01(\v2\x1c.inference.v1.ResponseFormatR\x0eresponseFormat\"\f\n" +
+	"\x0fresponse_format\x18\x14 \x01(\v2\x1c.inference.v1.ResponseFormatR\x0eresponseFormat\x12(\n" +
+	"\x05tools\x18\a \x03(\v2\x12.inference.v1.ToolR\x05tools\x129\n" +
+	"\vtool_choice\x18\b \x01(\v2\x18.inference.v1.ToolChoiceR\n" +
+	"toolChoice\x125\n" +
+	"\x13parallel_tool_calls\x18\t \x01(\bB\x05\xaa\x01\x02\b\x01R\x11parallelToolCalls\"\\\n" +
+	"\x04Tool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
 	"\n" +
-	"ChatCancel\"O\n" +
+	"parameters\x18\x03 \x01(\tR\n" +
+	"parameters\"h\n" +
+	"\n" +
+	"ToolChoice\x122\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x1c.inference.v1.ToolChoiceModeH\x00R\x04mode\x12\x1c\n" +
+	"\bfunction\x18\x02 \x01(\tH\x00R\bfunctionB\b\n" +
+	"\x06choice\"\f\n" +
+	"\n" +
+	"ChatCancel\"\xd5\x01\n" +
 	"\vChatMessage\x12&\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x12.inference.v1.RoleR\x04role\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xf4\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x125\n" +
+	"\n" +
+	"tool_calls\x18\x03 \x03(\v2\x16.inference.v1.ToolCallR\ttoolCalls\x12 \n" +
+	"\ftool_call_id\x18\x04 \x01(\tR\n" +
+	"toolCallId\x12+\n" +
+	"\x11reasoning_content\x18\x05 \x01(\tR\x10reasoningContent\"L\n" +
+	"\bToolCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"\xf4\x01\n" +
 	"\fChatResponse\x12\x12\n" +
 	"\x04turn\x18\x01 \x01(\x05R\x04turn\x12+\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x13.inference.v1.ChunkH\x00R\x05chunk\x12+\n" +
@@ -2739,7 +3264,7 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"num_blocks\x18\x02 \x01(\x05R\tnumBlocks\x12'\n" +
 	"\x0fcapacity_tokens\x18\x03 \x01(\x03R\x0ecapacityTokens\x12&\n" +
 	"\x0fbytes_per_block\x18\x04 \x01(\x03R\rbytesPerBlock\x12\x12\n" +
-	"\x04type\x18\x05 \x01(\tR\x04type*\xd0\x01\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type*\xee\x01\n" +
 	"\fFinishReason\x12\x1d\n" +
 	"\x19FINISH_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FINISH_REASON_EOS\x10\x01\x12\x18\n" +
@@ -2747,17 +3272,24 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\x1bFINISH_REASON_STOP_SEQUENCE\x10\x03\x12\x1b\n" +
 	"\x17FINISH_REASON_CANCELLED\x10\x04\x12\x17\n" +
 	"\x13FINISH_REASON_ERROR\x10\x05\x12\x19\n" +
-	"\x15FINISH_REASON_TIMEOUT\x10\x06*[\n" +
+	"\x15FINISH_REASON_TIMEOUT\x10\x06\x12\x1c\n" +
+	"\x18FINISH_REASON_TOOL_CALLS\x10\a*\x87\x01\n" +
+	"\x0eToolChoiceMode\x12 \n" +
+	"\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n" +
+	"\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03*[\n" +
 	"\n" +
 	"Truncation\x12\x1a\n" +
 	"\x16TRUNCATION_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TRUNCATION_REJECT\x10\x01\x12\x1a\n" +
-	"\x16TRUNCATION_DROP_OLDEST\x10\x02*P\n" +
+	"\x16TRUNCATION_DROP_OLDEST\x10\x02*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
 	"\tROLE_USER\x10\x02\x12\x12\n" +
-	"\x0eROLE_ASSISTANT\x10\x032\x95\x03\n" +
+	"\x0eROLE_ASSISTANT\x10\x03\x12\r\n" +
+	"\tROLE_TOOL\x10\x042\x95\x03\n" +
 	"\x10InferenceService\x12K\n" +
 	"\bGenerate\x12\x1d.inference.v1.GenerateRequest\x1a\x1e.inference.v1.GenerateResponse0\x01\x12A\n" +
 	"\x04Chat\x12\x19.inference.v1.ChatRequest\x1a\x1a.inference.v1.ChatResponse(\x010\x01\x12I\n" +
@@ -2778,96 +3310,107 @@ func file_inference_v1_inference_service_proto_rawDescGZIP() []byte {
 	return file_inference_v1_inference_service_proto_rawDescData
 }
 
-var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_inference_v1_inference_service_proto_goTypes = []any{
 	(FinishReason)(0),            // 0: inference.v1.FinishReason
-	(Truncation)(0),              // 1: inference.v1.Truncation
-	(Role)(0),                    // 2: inference.v1.Role
-	(*GenerateRequest)(nil),      // 3: inference.v1.GenerateRequest
-	(*ResponseFormat)(nil),       // 4: inference.v1.ResponseFormat
-	(*JsonSchema)(nil),           // 5: inference.v1.JsonSchema
-	(*Choice)(nil),               // 6: inference.v1.Choice
-	(*TokenIds)(nil),             // 7: inference.v1.TokenIds
-	(*SamplingParams)(nil),       // 8: inference.v1.SamplingParams
-	(*StoppingCriteria)(nil),     // 9: inference.v1.StoppingCriteria
-	(*LogprobOptions)(nil),       // 10: inference.v1.LogprobOptions
-	(*GenerateResponse)(nil),     // 11: inference.v1.GenerateResponse
-	(*Chunk)(nil),                // 12: inference.v1.Chunk
-	(*TokenLogprob)(nil),         // 13: inference.v1.TokenLogprob
-	(*TopLogprob)(nil),           // 14: inference.v1.TopLogprob
-	(*Final)(nil),                // 15: inference.v1.Final
-	(*Usage)(nil),                // 16: inference.v1.Usage
-	(*Timings)(nil),              // 17: inference.v1.Timings
-	(*ChatRequest)(nil),          // 18: inference.v1.ChatRequest
-	(*ChatTurn)(nil),             // 19: inference.v1.ChatTurn
-	(*ChatCancel)(nil),           // 20: inference.v1.ChatCancel
-	(*ChatMessage)(nil),          // 21: inference.v1.ChatMessage
-	(*ChatResponse)(nil),         // 22: inference.v1.ChatResponse
-	(*LoadReport)(nil),           // 23: inference.v1.LoadReport
-	(*TurnError)(nil),            // 24: inference.v1.TurnError
-	(*TokenizeRequest)(nil),      // 25: inference.v1.TokenizeRequest
-	(*TokenizeResponse)(nil),     // 26: inference.v1.TokenizeResponse
-	(*DetokenizeRequest)(nil),    // 27: inference.v1.DetokenizeRequest
-	(*DetokenizeResponse)(nil),   // 28: inference.v1.DetokenizeResponse
-	(*GetModelInfoRequest)(nil),  // 29: inference.v1.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil), // 30: inference.v1.GetModelInfoResponse
-	(*TensorTypeCount)(nil),      // 31: inference.v1.TensorTypeCount
-	(*KVCacheInfo)(nil),          // 32: inference.v1.KVCacheInfo
-	nil,                          // 33: inference.v1.LoadReport.NamedMetricsEntry
-	nil,                          // 34: inference.v1.TurnError.MetadataEntry
-	(*durationpb.Duration)(nil),  // 35: google.protobuf.Duration
+	(ToolChoiceMode)(0),          // 1: inference.v1.ToolChoiceMode
+	(Truncation)(0),              // 2: inference.v1.Truncation
+	(Role)(0),                    // 3: inference.v1.Role
+	(*GenerateRequest)(nil),      // 4: inference.v1.GenerateRequest
+	(*ResponseFormat)(nil),       // 5: inference.v1.ResponseFormat
+	(*JsonSchema)(nil),           // 6: inference.v1.JsonSchema
+	(*Choice)(nil),               // 7: inference.v1.Choice
+	(*TokenIds)(nil),             // 8: inference.v1.TokenIds
+	(*SamplingParams)(nil),       // 9: inference.v1.SamplingParams
+	(*StoppingCriteria)(nil),     // 10: inference.v1.StoppingCriteria
+	(*LogprobOptions)(nil),       // 11: inference.v1.LogprobOptions
+	(*GenerateResponse)(nil),     // 12: inference.v1.GenerateResponse
+	(*Chunk)(nil),                // 13: inference.v1.Chunk
+	(*ToolCallDelta)(nil),        // 14: inference.v1.ToolCallDelta
+	(*TokenLogprob)(nil),         // 15: inference.v1.TokenLogprob
+	(*TopLogprob)(nil),           // 16: inference.v1.TopLogprob
+	(*Final)(nil),                // 17: inference.v1.Final
+	(*Usage)(nil),                // 18: inference.v1.Usage
+	(*Timings)(nil),              // 19: inference.v1.Timings
+	(*ChatRequest)(nil),          // 20: inference.v1.ChatRequest
+	(*ChatTurn)(nil),             // 21: inference.v1.ChatTurn
+	(*Tool)(nil),                 // 22: inference.v1.Tool
+	(*ToolChoice)(nil),           // 23: inference.v1.ToolChoice
+	(*ChatCancel)(nil),           // 24: inference.v1.ChatCancel
+	(*ChatMessage)(nil),          // 25: inference.v1.ChatMessage
+	(*ToolCall)(nil),             // 26: inference.v1.ToolCall
+	(*ChatResponse)(nil),         // 27: inference.v1.ChatResponse
+	(*LoadReport)(nil),           // 28: inference.v1.LoadReport
+	(*TurnError)(nil),            // 29: inference.v1.TurnError
+	(*TokenizeRequest)(nil),      // 30: inference.v1.TokenizeRequest
+	(*TokenizeResponse)(nil),     // 31: inference.v1.TokenizeResponse
+	(*DetokenizeRequest)(nil),    // 32: inference.v1.DetokenizeRequest
+	(*DetokenizeResponse)(nil),   // 33: inference.v1.DetokenizeResponse
+	(*GetModelInfoRequest)(nil),  // 34: inference.v1.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil), // 35: inference.v1.GetModelInfoResponse
+	(*TensorTypeCount)(nil),      // 36: inference.v1.TensorTypeCount
+	(*KVCacheInfo)(nil),          // 37: inference.v1.KVCacheInfo
+	nil,                          // 38: inference.v1.LoadReport.NamedMetricsEntry
+	nil,                          // 39: inference.v1.TurnError.MetadataEntry
+	(*durationpb.Duration)(nil),  // 40: google.protobuf.Duration
 }
 var file_inference_v1_inference_service_proto_depIdxs = []int32{
-	7,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
-	8,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
-	9,  // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
-	10, // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
-	4,  // 4: inference.v1.GenerateRequest.response_format:type_name -> inference.v1.ResponseFormat
-	5,  // 5: inference.v1.ResponseFormat.json_schema:type_name -> inference.v1.JsonSchema
-	6,  // 6: inference.v1.ResponseFormat.choice:type_name -> inference.v1.Choice
-	12, // 7: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
-	15, // 8: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
-	13, // 9: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
-	14, // 10: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
-	0,  // 11: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
-	16, // 12: inference.v1.Final.usage:type_name -> inference.v1.Usage
-	17, // 13: inference.v1.Final.timings:type_name -> inference.v1.Timings
-	35, // 14: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	35, // 15: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	35, // 16: inference.v1.Timings.total:type_name -> google.protobuf.Duration
-	19, // 17: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
-	20, // 18: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
-	21, // 19: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
-	8,  // 20: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
-	9,  // 21: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
-	10, // 22: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
-	1,  // 23: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
-	4,  // 24: inference.v1.ChatTurn.response_format:type_name -> inference.v1.ResponseFormat
-	2,  // 25: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
-	12, // 26: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
-	15, // 27: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
-	24, // 28: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
-	23, // 29: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
-	33, // 30: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
-	34, // 31: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
-	31, // 32: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
-	32, // 33: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
-	3,  // 34: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
-	18, // 35: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
-	25, // 36: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
-	27, // 37: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
-	29, // 38: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
-	11, // 39: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
-	22, // 40: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
-	26, // 41: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
-	28, // 42: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
-	30, // 43: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
-	39, // [39:44] is the sub-list for method output_type
-	34, // [34:39] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	8,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
+	9,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
+	10, // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
+	11, // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
+	5,  // 4: inference.v1.GenerateRequest.response_format:type_name -> inference.v1.ResponseFormat
+	6,  // 5: inference.v1.ResponseFormat.json_schema:type_name -> inference.v1.JsonSchema
+	7,  // 6: inference.v1.ResponseFormat.choice:type_name -> inference.v1.Choice
+	13, // 7: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
+	17, // 8: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
+	15, // 9: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
+	14, // 10: inference.v1.Chunk.tool_calls:type_name -> inference.v1.ToolCallDelta
+	16, // 11: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
+	0,  // 12: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
+	18, // 13: inference.v1.Final.usage:type_name -> inference.v1.Usage
+	19, // 14: inference.v1.Final.timings:type_name -> inference.v1.Timings
+	26, // 15: inference.v1.Final.tool_calls:type_name -> inference.v1.ToolCall
+	40, // 16: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	40, // 17: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	40, // 18: inference.v1.Timings.total:type_name -> google.protobuf.Duration
+	21, // 19: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
+	24, // 20: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
+	25, // 21: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
+	9,  // 22: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
+	10, // 23: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
+	11, // 24: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
+	2,  // 25: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
+	5,  // 26: inference.v1.ChatTurn.response_format:type_name -> inference.v1.ResponseFormat
+	22, // 27: inference.v1.ChatTurn.tools:type_name -> inference.v1.Tool
+	23, // 28: inference.v1.ChatTurn.tool_choice:type_name -> inference.v1.ToolChoice
+	1,  // 29: inference.v1.ToolChoice.mode:type_name -> inference.v1.ToolChoiceMode
+	3,  // 30: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
+	26, // 31: inference.v1.ChatMessage.tool_calls:type_name -> inference.v1.ToolCall
+	13, // 32: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
+	17, // 33: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
+	29, // 34: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
+	28, // 35: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
+	38, // 36: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
+	39, // 37: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
+	36, // 38: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
+	37, // 39: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
+	4,  // 40: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
+	20, // 41: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
+	30, // 42: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
+	32, // 43: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
+	34, // 44: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
+	12, // 45: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
+	27, // 46: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
+	31, // 47: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
+	33, // 48: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
+	35, // 49: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
+	45, // [45:50] is the sub-list for method output_type
+	40, // [40:45] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_inference_v1_inference_service_proto_init() }
@@ -2890,11 +3433,15 @@ func file_inference_v1_inference_service_proto_init() {
 		(*GenerateResponse_Chunk)(nil),
 		(*GenerateResponse_Final)(nil),
 	}
-	file_inference_v1_inference_service_proto_msgTypes[15].OneofWrappers = []any{
+	file_inference_v1_inference_service_proto_msgTypes[16].OneofWrappers = []any{
 		(*ChatRequest_Turn)(nil),
 		(*ChatRequest_Cancel)(nil),
 	}
 	file_inference_v1_inference_service_proto_msgTypes[19].OneofWrappers = []any{
+		(*ToolChoice_Mode)(nil),
+		(*ToolChoice_Function)(nil),
+	}
+	file_inference_v1_inference_service_proto_msgTypes[23].OneofWrappers = []any{
 		(*ChatResponse_Chunk)(nil),
 		(*ChatResponse_Final)(nil),
 		(*ChatResponse_Error)(nil),
@@ -2904,8 +3451,8 @@ func file_inference_v1_inference_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_v1_inference_service_proto_rawDesc), len(file_inference_v1_inference_service_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   32,
+			NumEnums:      4,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

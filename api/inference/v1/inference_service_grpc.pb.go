@@ -58,6 +58,14 @@ type InferenceServiceClient interface {
 	// chat template and keeps the conversation for the life of the stream. A
 	// turn the server refuses (a bad field, a conversation that does not fit)
 	// is answered with a TurnError and the stream goes on.
+	//
+	// Tool calling: a turn may offer tools (ChatTurn.tools, tool_choice). A
+	// reply that calls them ends with FINISH_REASON_TOOL_CALLS and its calls in
+	// Final.tool_calls (streamed before as Chunk.tool_calls deltas). The client
+	// runs the tools and sends their results as the next turn (ROLE_TOOL
+	// messages with the calls' ids) on the same stream: the conversation goes
+	// on from the KV cache the previous turns left (the prefix cache), so an
+	// agent loop costs only its new tokens.
 	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChatRequest, ChatResponse], error)
 	// Tokenize turns text into the model's token ids.
 	Tokenize(ctx context.Context, in *TokenizeRequest, opts ...grpc.CallOption) (*TokenizeResponse, error)
@@ -154,6 +162,14 @@ type InferenceServiceServer interface {
 	// chat template and keeps the conversation for the life of the stream. A
 	// turn the server refuses (a bad field, a conversation that does not fit)
 	// is answered with a TurnError and the stream goes on.
+	//
+	// Tool calling: a turn may offer tools (ChatTurn.tools, tool_choice). A
+	// reply that calls them ends with FINISH_REASON_TOOL_CALLS and its calls in
+	// Final.tool_calls (streamed before as Chunk.tool_calls deltas). The client
+	// runs the tools and sends their results as the next turn (ROLE_TOOL
+	// messages with the calls' ids) on the same stream: the conversation goes
+	// on from the KV cache the previous turns left (the prefix cache), so an
+	// agent loop costs only its new tokens.
 	Chat(grpc.BidiStreamingServer[ChatRequest, ChatResponse]) error
 	// Tokenize turns text into the model's token ids.
 	Tokenize(context.Context, *TokenizeRequest) (*TokenizeResponse, error)
