@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // Client is the part of the generated InferenceServiceClient the load
@@ -31,6 +32,15 @@ type Client interface {
 }
 
 var _ Client = inferencev1.InferenceServiceClient(nil)
+
+// ChatClient is a Client that also opens Chat streams (Config.ChatTurn);
+// the generated InferenceServiceClient is one.
+type ChatClient interface {
+	Client
+	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[inferencev1.ChatRequest, inferencev1.ChatResponse], error)
+}
+
+var _ ChatClient = inferencev1.InferenceServiceClient(nil)
 
 // Config describes one benchmark run.
 type Config struct {
@@ -68,6 +78,14 @@ type Config struct {
 	// finish reason of EOS, stop or length, its tokens counted from the
 	// final usage. gRPC only.
 	ResponseFormat *inferencev1.ResponseFormat
+	// ChatTurn, when set, sends each request as the one turn of its own
+	// Chat stream: a copy of ChatTurn (tools, tool choice, sampling...)
+	// with the prompt as its user message and the request's max_tokens
+	// and ignore_eos. Prompts are text (TextPrompts is implied). A turn
+	// that calls tools ends when its calls are complete (as a response
+	// format's outputs do: IgnoreEOS must be off). The client must be a
+	// ChatClient.
+	ChatTurn *inferencev1.ChatTurn
 	// SLO, when set, adds goodput to the result.
 	SLO SLO
 	// Describe names the workload in the result (defaults to the lengths).
@@ -99,6 +117,8 @@ func (c *Config) validate() error {
 		return errors.New("bench: prompt and output lengths are required")
 	case c.ResponseFormat != nil && c.IgnoreEOS:
 		return errors.New("bench: a response format ends outputs when it accepts: turn ignore_eos off")
+	case c.ChatTurn != nil && c.ResponseFormat != nil:
+		return errors.New("bench: a chat turn carries its own response format")
 	}
 	if c.Describe == "" {
 		c.Describe = fmt.Sprintf("prompt %s, output %s", c.PromptLen, c.OutputLen)
@@ -138,10 +158,19 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 		Seed: cfg.Seed, PromptLen: cfg.PromptLen, OutputLen: cfg.OutputLen,
 		Vocab: vocab, BOS: info.GetBosTokenId(), MaxTotal: int(info.GetContextLength()),
 	}
+	send := func(ctx context.Context, s Spec, t0 time.Time) Record { return send(ctx, c, &cfg, s, t0) }
+	if cfg.ChatTurn != nil {
+		cc, ok := c.(ChatClient)
+		if !ok {
+			return Result{}, errors.New("bench: a chat turn needs a client with Chat")
+		}
+		cfg.TextPrompts = true
+		send = func(ctx context.Context, s Spec, t0 time.Time) Record { return sendChat(ctx, cc, &cfg, s, t0) }
+	}
 	if cfg.TextPrompts {
 		w.Vocab, w.Words = nil, PromptWords
 	}
-	res, err := runLoad(ctx, &cfg, w, func(ctx context.Context, s Spec, t0 time.Time) Record { return send(ctx, c, &cfg, s, t0) })
+	res, err := runLoad(ctx, &cfg, w, send)
 	res.Model = info.GetName()
 	if cfg.ResponseFormat != nil {
 		if b, err := protojson.Marshal(cfg.ResponseFormat); err == nil {
@@ -350,10 +379,78 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	if err != nil {
 		return fail(err)
 	}
+	return record(r, sent, cfg, s, &p, func() (*inferencev1.Chunk, *inferencev1.Final, error) {
+		msg, err := stream.Recv()
+		if err != nil {
+			return nil, nil, err
+		}
+		if msg.GetChunk() == nil && msg.GetFinal() == nil {
+			return nil, nil, errors.New("empty response message")
+		}
+		return msg.GetChunk(), msg.GetFinal(), nil
+	})
+}
+
+// sendChat sends one request as the one turn of a Chat stream
+// (Config.ChatTurn) and records it as send does.
+func sendChat(ctx context.Context, c ChatClient, cfg *Config, s Spec, t0 time.Time) Record {
+	r := Record{Index: s.Index, PromptTokens: len(s.Prompt), OutputLen: s.OutputLen}
+	turn := proto.CloneOf(cfg.ChatTurn)
+	turn.RequestId = fmt.Sprintf("bench-%d", s.Index)
+	turn.Messages = []*inferencev1.ChatMessage{{Role: inferencev1.Role_ROLE_USER, Content: s.Text}}
+	turn.Stopping = &inferencev1.StoppingCriteria{MaxTokens: int32(s.OutputLen), IgnoreEos: cfg.IgnoreEOS}
+	sent := time.Now()
+	r.Sent = sent.Sub(t0)
+	var p peer.Peer
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.Chat(ctx, grpc.Peer(&p))
+	if err == nil {
+		err = stream.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: turn}})
+	}
+	if err == nil {
+		err = stream.CloseSend()
+	}
+	if err != nil {
+		r.End = time.Since(sent)
+		r.Err = fmt.Errorf("request %d: %w", s.Index, err)
+		return r
+	}
+	return record(r, sent, cfg, s, &p, func() (*inferencev1.Chunk, *inferencev1.Final, error) {
+		msg, err := stream.Recv()
+		if err != nil {
+			return nil, nil, err
+		}
+		if te := msg.GetError(); te != nil {
+			return nil, nil, fmt.Errorf("turn refused: %s (%s)", te.GetMessage(), te.GetReason())
+		}
+		if msg.GetChunk() == nil && msg.GetFinal() == nil {
+			return nil, nil, errors.New("empty response message")
+		}
+		return msg.GetChunk(), msg.GetFinal(), nil
+	})
+}
+
+// record reads one request's stream with recv (a chunk or the final
+// message, io.EOF at its end) into r, the request sent at sent. Any
+// error, a final message reporting an error, or a stream that disagrees
+// with itself or with the request fails the record.
+func record(r Record, sent time.Time, cfg *Config, s Spec, p *peer.Peer, recv func() (*inferencev1.Chunk, *inferencev1.Final, error)) Record {
+	target := func() {
+		if p.Addr != nil {
+			r.Target = p.Addr.String()
+		}
+	}
+	fail := func(err error) Record {
+		r.End = time.Since(sent)
+		r.Err = fmt.Errorf("request %d: %w", s.Index, err)
+		target()
+		return r
+	}
 	var final *inferencev1.Final
 	tokens := 0
 	for {
-		msg, err := stream.Recv()
+		chunk, fin, err := recv()
 		if err == io.EOF {
 			break
 		}
@@ -363,18 +460,16 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 		switch {
 		case final != nil:
 			return fail(errors.New("message after the final message"))
-		case msg.GetChunk() != nil:
-			n := len(msg.GetChunk().GetTokenIds())
+		case chunk != nil:
+			n := len(chunk.GetTokenIds())
 			if n == 0 {
 				return fail(errors.New("chunk without tokens"))
 			}
 			tokens += n
 			r.Chunks = append(r.Chunks, ChunkTime{At: time.Since(sent), Tokens: n})
-		case msg.GetFinal() != nil:
-			final = msg.GetFinal()
+		case fin != nil:
+			final = fin
 			r.End = time.Since(sent)
-		default:
-			return fail(errors.New("empty response message"))
 		}
 	}
 	if final == nil {
@@ -388,7 +483,7 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 	r.Finish = finishName(final.GetFinishReason())
 	switch reason := final.GetFinishReason(); reason {
 	case inferencev1.FinishReason_FINISH_REASON_EOS, inferencev1.FinishReason_FINISH_REASON_LENGTH,
-		inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE:
+		inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE, inferencev1.FinishReason_FINISH_REASON_TOOL_CALLS:
 	default:
 		return fail(fmt.Errorf("finished with %v: %s", reason, final.GetErrorMessage()))
 	}

@@ -70,6 +70,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	outputLens := fs.String("output-lens", "", "comma-separated output lengths the requests cycle through (e.g. 6,50,300); overrides --output-len")
 	ignoreEOS := fs.Bool("ignore-eos", true, "generate exactly the requested output length (a request returning another count fails)")
 	responseFormat := fs.String("response-format", "", "structured output: a `FILE` holding a ResponseFormat in protojson (e.g. {\"json_schema\": {\"schema\": \"...\"}}), sent on every request; outputs then end when the format accepts, so ignore_eos is off and --output-len is only the max_tokens cap (gRPC only)")
+	chatTurn := fs.String("chat-turn", "", "send each request as the one turn of its own Chat stream: a `FILE` holding a ChatTurn in protojson (tools, tool_choice, sampling...; {} for a plain turn) to which the prompt is added as the user message; prompts are then text. With a tool_choice that forces calls, outputs end when the calls are complete, so ignore_eos is off and --output-len is only the max_tokens cap (gRPC only)")
 	sloTTFT := fs.Duration("slo-ttft", 0, "goodput: time-to-first-token target (e.g. 200ms)")
 	sloTPOT := fs.Duration("slo-tpot", 0, "goodput: time-per-output-token target (e.g. 20ms)")
 	format := fs.String("format", "table", "output: table or json")
@@ -120,6 +121,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		cfg.IgnoreEOS = false
+	}
+	if *chatTurn != "" {
+		if *protocol != "grpc" || *responseFormat != "" {
+			return errors.New("--chat-turn is sent over gRPC only, and carries its own response format")
+		}
+		if cfg.ChatTurn, err = readChatTurn(*chatTurn); err != nil {
+			return err
+		}
+		if m := cfg.ChatTurn.GetToolChoice().GetMode(); m == inferencev1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED || cfg.ChatTurn.GetToolChoice().GetFunction() != "" {
+			if set["ignore-eos"] && *ignoreEOS {
+				return errors.New("--chat-turn with a forced tool choice ends outputs when the calls are complete: it cannot be combined with --ignore-eos")
+			}
+			cfg.IgnoreEOS = false
+		}
 	}
 	if *duration > 0 {
 		if set["requests"] {
@@ -355,6 +370,22 @@ func readResponseFormat(path string) (*inferencev1.ResponseFormat, error) {
 		return nil, fmt.Errorf("--response-format %s: no format set (want json_schema, json_object, regex, grammar or choice)", path)
 	}
 	return f, nil
+}
+
+// readChatTurn reads a ChatTurn in protojson from path.
+func readChatTurn(path string) (*inferencev1.ChatTurn, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--chat-turn: %w", err)
+	}
+	t := &inferencev1.ChatTurn{}
+	if err := protojson.Unmarshal(b, t); err != nil {
+		return nil, fmt.Errorf("--chat-turn %s: %w", path, err)
+	}
+	if len(t.GetMessages()) > 0 {
+		return nil, fmt.Errorf("--chat-turn %s: messages are the prompts'; leave them out", path)
+	}
+	return t, nil
 }
 
 // isTerminal reports whether f is a character device (a terminal).
