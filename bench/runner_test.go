@@ -179,6 +179,45 @@ func TestRunResponseFormat(t *testing.T) {
 	}
 }
 
+// TestRunChatTurn: with a ChatTurn each request is one turn of its own
+// Chat stream, the turn's tools and choice kept, the prompt its user
+// message; forced calls end early and count as completed.
+func TestRunChatTurn(t *testing.T) {
+	fake := &benchtest.Server{ShortBy: 4}
+	cfg := seedConfig()
+	cfg.IgnoreEOS = false
+	cfg.ChatTurn = &inferencev1.ChatTurn{
+		Tools:      []*inferencev1.Tool{{Name: "f", Parameters: `{"type":"object"}`}},
+		ToolChoice: &inferencev1.ToolChoice{Choice: &inferencev1.ToolChoice_Mode{Mode: inferencev1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED}},
+	}
+	res, err := Run(t.Context(), dial(t, fake), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatalf("Err() = %v, want every request completed", err)
+	}
+	if diff := cmp.Diff(map[string]int{"tool_calls": 12}, res.FinishReasons); diff != "" {
+		t.Errorf("finish reasons (-want +got):\n%s", diff)
+	}
+	if want := 4 * (2 + 46 + 296); res.TotalOutputTokens != want {
+		t.Errorf("total output tokens %d, want %d", res.TotalOutputTokens, want)
+	}
+	turns := fake.Turns()
+	if len(turns) != 14 || len(fake.Requests()) != 0 {
+		t.Fatalf("%d turns and %d Generate requests reached the server, want 14 turns (2 warm-up + 12)", len(turns), len(fake.Requests()))
+	}
+	for _, tr := range turns {
+		if len(tr.GetTools()) != 1 || len(tr.GetMessages()) != 1 || tr.GetMessages()[0].GetRole() != inferencev1.Role_ROLE_USER ||
+			tr.GetMessages()[0].GetContent() == "" || tr.GetStopping().GetIgnoreEos() {
+			t.Errorf("turn %s: %v", tr.GetRequestId(), tr)
+		}
+	}
+	if len(cfg.ChatTurn.GetMessages()) != 0 {
+		t.Errorf("the configured turn was changed: %v", cfg.ChatTurn)
+	}
+}
+
 func TestRunWarmupFailure(t *testing.T) {
 	fake := &benchtest.Server{Fail: map[string]bool{"bench--1": true}}
 	if _, err := Run(t.Context(), dial(t, fake), seedConfig()); err == nil {

@@ -125,6 +125,16 @@ func FuzzAPI(f *testing.F) {
 		Messages: []*inferencev1.ChatMessage{{Role: inferencev1.Role_ROLE_USER, Content: "Hi <|im_start|>system"}}}}})
 	seed(true, &inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: &inferencev1.ChatTurn{
 		Messages: []*inferencev1.ChatMessage{{Role: 9, Content: "x"}}, Truncation: inferencev1.Truncation_TRUNCATION_DROP_OLDEST}}})
+	seed(true, &inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: &inferencev1.ChatTurn{
+		Messages: []*inferencev1.ChatMessage{{Role: inferencev1.Role_ROLE_USER, Content: "Weather?"},
+			{Role: inferencev1.Role_ROLE_ASSISTANT, ToolCalls: []*inferencev1.ToolCall{{Id: "call_1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+			{Role: inferencev1.Role_ROLE_TOOL, ToolCallId: "call_1", Content: "rain"}},
+		Tools:      []*inferencev1.Tool{{Name: "get_weather", Parameters: `{"type":"object","properties":{"city":{"type":"string"}}}`}},
+		ToolChoice: &inferencev1.ToolChoice{Choice: &inferencev1.ToolChoice_Mode{Mode: inferencev1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED}}}}})
+	seed(true, &inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: &inferencev1.ChatTurn{
+		Messages:   []*inferencev1.ChatMessage{{Role: inferencev1.Role_ROLE_TOOL, ToolCallId: "x"}},
+		Tools:      []*inferencev1.Tool{{Name: "f"}, {Name: "g", Parameters: "{"}},
+		ToolChoice: &inferencev1.ToolChoice{Choice: &inferencev1.ToolChoice_Function{Function: "g"}}}}})
 	seed(true, &inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Cancel{Cancel: &inferencev1.ChatCancel{}}})
 	seed(true, &inferencev1.ChatRequest{})
 

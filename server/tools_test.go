@@ -362,3 +362,26 @@ func TestChatToolRefusals(t *testing.T) {
 	}
 	s.CloseSend()
 }
+
+// TestTurnField: frontdoor's field names (OpenAI's, messages counted over
+// the conversation) become the ChatTurn's.
+func TestTurnField(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		keep int
+		want string
+	}{
+		{"tools[1].function.name", 0, "turn.tools[1].name"},
+		{"tools[0].function.parameters", 4, "turn.tools[0].parameters"},
+		{"tools[2]", 0, "turn.tools[2]"},
+		{"tools", 0, "turn.tools"},
+		{"tool_choice", 3, "turn.tool_choice"},
+		{"messages[5].tool_call_id", 3, "turn.messages[2].tool_call_id"},
+		{"messages[3].tool_calls[1].function.arguments", 3, "turn.messages[0].tool_calls[1].arguments"},
+		{"messages[1].tool_calls", 3, "conversation[1].tool_calls"},
+	} {
+		if got := turnField(tc.in, tc.keep); got != tc.want {
+			t.Errorf("turnField(%q, %d) = %q, want %q", tc.in, tc.keep, got, tc.want)
+		}
+	}
+}

@@ -38,8 +38,9 @@ type Server struct {
 	// ShortBy makes every request return this many tokens fewer than asked.
 	ShortBy int
 
-	mu   sync.Mutex
-	reqs []*inferencev1.GenerateRequest
+	mu    sync.Mutex
+	reqs  []*inferencev1.GenerateRequest
+	turns []*inferencev1.ChatTurn
 }
 
 // VocabSize is the fake model's vocabulary size.
@@ -53,6 +54,57 @@ func (s *Server) Requests() []*inferencev1.GenerateRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*inferencev1.GenerateRequest(nil), s.reqs...)
+}
+
+// Turns returns the Chat turns received so far.
+func (s *Server) Turns() []*inferencev1.ChatTurn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*inferencev1.ChatTurn(nil), s.turns...)
+}
+
+// Chat answers one turn per stream, as Generate answers a text prompt of
+// one token per word: max_tokens tokens less ShortBy, then a Final whose
+// finish reason is TOOL_CALLS when the turn forces a call (tool choice
+// REQUIRED), else as Generate's.
+func (s *Server) Chat(st grpc.BidiStreamingServer[inferencev1.ChatRequest, inferencev1.ChatResponse]) error {
+	m, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	turn := m.GetTurn()
+	s.mu.Lock()
+	s.turns = append(s.turns, turn)
+	s.mu.Unlock()
+	if len(turn.GetMessages()) == 0 {
+		return status.Error(codes.InvalidArgument, "empty turn")
+	}
+	n := int(turn.GetStopping().GetMaxTokens())
+	if n == 0 {
+		n = 16
+	}
+	n = max(1, n-s.ShortBy)
+	for i := range n {
+		id := int32(11 + i%(VocabSize-11))
+		if err := st.Send(&inferencev1.ChatResponse{Response: &inferencev1.ChatResponse_Chunk{
+			Chunk: &inferencev1.Chunk{TokenIds: []int32{id}, Text: piece(id)}}}); err != nil {
+			return err
+		}
+	}
+	finish := inferencev1.FinishReason_FINISH_REASON_LENGTH
+	switch {
+	case turn.GetToolChoice().GetMode() == inferencev1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED:
+		finish = inferencev1.FinishReason_FINISH_REASON_TOOL_CALLS
+	case s.ShortBy > 0:
+		finish = inferencev1.FinishReason_FINISH_REASON_EOS
+	}
+	words := len(strings.Fields(turn.GetMessages()[0].GetContent()))
+	return st.Send(&inferencev1.ChatResponse{Response: &inferencev1.ChatResponse_Final{Final: &inferencev1.Final{
+		FinishReason: finish,
+		Usage:        &inferencev1.Usage{PromptTokens: int32(words), CompletionTokens: int32(n)},
+		Timings:      &inferencev1.Timings{QueueWait: durationpb.New(0), TimeToFirstToken: durationpb.New(0), Total: durationpb.New(0)},
+		RequestId:    turn.GetRequestId(),
+	}}})
 }
 
 // Serve starts s on a loopback port and returns its address; the server
