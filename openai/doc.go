@@ -53,7 +53,8 @@
 // cached by their text in the Door (one cache for every door); a format
 // that does not compile is a 400 naming the problem.
 //
-// Tool calling (tools.go, reply.go): function tools, tool_choice (none,
+// Tool calling (tools.go decodes the wire shapes, reply.go encodes them;
+// the pipeline is frontdoor's, shared with gRPC Chat): function tools, tool_choice (none,
 // auto, required, a named function) and parallel_tool_calls; assistant
 // tool_calls and tool messages in the history go to the chat template
 // (or, for a template that renders no tools, frontdoor's generic

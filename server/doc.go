@@ -15,6 +15,17 @@
 // Chat renders with the model's own template (Config.ChatFallback empty);
 // without any template Chat is refused with NO_CHAT_TEMPLATE.
 //
+// Chat turns with tools (tools.go) go through the Door's tool pipeline as
+// the OpenAI door's requests do (ToolSpec, CheckToolMessages,
+// ChatPromptTools, ToolConstraint, Reply): the server decodes the
+// ChatTurn's tools and choice, renames the Door's field names to the
+// turn's (turn.tools[i].parameters, turn.messages[i].tool_call_id), and
+// encodes the parsed reply as chunks (content in text, reasoning_text,
+// tool-call deltas) and a Final with the calls and
+// FINISH_REASON_TOOL_CALLS. The conversation keeps the parsed assistant
+// message, so the next turn (the tool results) renders as the template
+// expects and reuses the earlier turns' KV from the prefix cache.
+//
 // The scheduler's Stream is drained by exactly one goroutine per RPC that
 // calls Send (frontdoor.Door.Follow). The scheduler never waits for a
 // client: a slow reader only grows its own mailbox, and a reader that
