@@ -45,6 +45,15 @@ func (e *Engine) VerifiesDrafts() bool {
 	return ok && d.DraftLogits()
 }
 
+// HiddenSize is the length of one token's hidden state when the backend
+// produces them (batch.HiddenStates: SeqStep.Hidden is honoured), else 0.
+func (e *Engine) HiddenSize() int {
+	if h, ok := e.b.(batch.HiddenStates); ok {
+		return h.HiddenSize()
+	}
+	return 0
+}
+
 // parallelSample is the number of sampled sequences from which sampling is
 // spread over goroutines.
 const parallelSample = 4
@@ -52,7 +61,8 @@ const parallelSample = 4
 // Step runs one forward pass over seqs and samples every sequence that asks
 // for logits: samplers has len(seqs) entries, samplers[i] is non-nil exactly
 // when seqs[i].Logits, and results[i] is valid then. No row may carry
-// drafts (StepDrafts verifies them).
+// drafts (StepDrafts verifies them). A row with Hidden set has its hidden
+// states written there (the backend must produce them: HiddenSize > 0).
 //
 // A backend error, or samplers that do not match seqs, fails the whole
 // step (results nil). A failure while sampling one sequence (non-finite
@@ -117,7 +127,19 @@ func (e *Engine) step(ctx context.Context, seqs []batch.SeqStep, samplers []*sam
 		return nil, fmt.Errorf("step: %d samplers for %d sequences", len(samplers), len(seqs))
 	}
 	rows := 0
+	hidden := -1 // HiddenSize, looked up at the first row that asks
 	for i, s := range seqs {
+		if s.Hidden != nil {
+			if hidden < 0 {
+				hidden = e.HiddenSize()
+			}
+			if hidden == 0 {
+				return nil, fmt.Errorf("step: sequence %d asks for hidden states, which backend %s does not produce", s.Seq, e.b.Name())
+			}
+			if len(s.Hidden) != len(s.Tokens)*hidden {
+				return nil, fmt.Errorf("step: sequence %d: hidden slot has %d entries for %d tokens of width %d", s.Seq, len(s.Hidden), len(s.Tokens), hidden)
+			}
+		}
 		if s.Logits != (samplers[i] != nil) {
 			return nil, fmt.Errorf("step: sequence %d: Logits %v but sampler set %v", s.Seq, s.Logits, samplers[i] != nil)
 		}

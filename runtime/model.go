@@ -41,6 +41,12 @@ type Model struct {
 	TemplateErr error
 	// TensorTypes counts the tensors of each type ("Q4_K": 97).
 	TensorTypes map[string]int
+	// Pooling is how the file says embeddings pool the tokens' hidden
+	// states (<arch>.pooling_type: mean, cls or last), PoolingUnset when
+	// it has no such key or names none of those; PoolingType is the key's
+	// raw value (-1 when absent), for the operator's log.
+	Pooling     batch.Pooling
+	PoolingType int64
 	// File is the parsed GGUF; Close unmaps it.
 	File *gguf.File
 
@@ -103,6 +109,11 @@ func fromFile(f *gguf.File, path string) (*Model, error) {
 	if m.Name == "" {
 		base := path[strings.LastIndexAny(path, `/\`)+1:]
 		m.Name = strings.TrimSuffix(base, ".gguf")
+	}
+	m.PoolingType = -1
+	if v, ok := f.Int(f.Arch() + ".pooling_type"); ok {
+		m.PoolingType = v
+		m.Pooling, _ = batch.PoolingOfType(v)
 	}
 	m.ChatTemplate, _ = f.String("tokenizer.chat_template")
 	if strings.TrimSpace(m.ChatTemplate) != "" {

@@ -29,6 +29,21 @@ type SeqStep struct {
 	// the token after the last accepted one. Only a Backend whose
 	// DraftLogits reports true accepts Draft > 0.
 	Draft int
+	// Hidden, when non-nil, receives the final hidden state of every token
+	// of Tokens: row j (Hidden[j*W:(j+1)*W], W the model's width) is the
+	// output norm applied to the last layer's output for Tokens[j], the
+	// vector the LM head would multiply. len(Hidden) must be
+	// len(Tokens)*W. An embedding request's prefill sets it (with Logits
+	// false, so the LM head is skipped for the row). Only a Backend that
+	// implements HiddenStates with a non-zero HiddenSize accepts it.
+	Hidden []float32
+}
+
+// HiddenStates is implemented by a Backend that honours SeqStep.Hidden.
+type HiddenStates interface {
+	// HiddenSize is the length of one token's hidden state (the model's
+	// width), or 0 when the backend does not produce them.
+	HiddenSize() int
 }
 
 // DraftLogits is implemented by a Backend that honours SeqStep.Draft. A
@@ -60,6 +75,11 @@ func LogitRows(s SeqStep) int {
 //			// run every layer for tok at pos, attending to positions [0, pos]
 //			// of sequence s (read from s.Blocks), and store the K/V of pos in
 //			// block s.Blocks[pos/BlockSize], slot pos%BlockSize.
+//		}
+//		if s.Hidden != nil {
+//			for j := range s.Tokens {
+//				s.Hidden[j*W:(j+1)*W] = outputNorm(last layer's output of s.Tokens[j])
+//			}
 //		}
 //		if logits[i] != nil {
 //			for r := range s.Draft + 1 { // row r: token len-1-Draft+r

@@ -130,6 +130,11 @@ func (b *Backend) Name() string {
 // DraftLogits reports that Forward honours SeqStep.Draft.
 func (b *Backend) DraftLogits() bool { return true }
 
+// HiddenSize is the model's width: Forward honours SeqStep.Hidden.
+func (b *Backend) HiddenSize() int { return b.m.HP.Dim }
+
+var _ batch.HiddenStates = (*Backend)(nil)
+
 var _ batch.DraftLogits = (*Backend)(nil)
 
 // Close drops the KV pool.
@@ -173,6 +178,9 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 		}
 		if s.Draft < 0 || s.Draft >= len(s.Tokens) || (s.Draft > 0 && !s.Logits) {
 			return 0, fmt.Errorf("%w: sequence %d: %d drafts among %d tokens (Logits %v)", ErrBadStep, s.Seq, s.Draft, len(s.Tokens), s.Logits)
+		}
+		if s.Hidden != nil && len(s.Hidden) != len(s.Tokens)*b.m.HP.Dim {
+			return 0, fmt.Errorf("%w: sequence %d: hidden slot has %d entries, want %d", ErrBadStep, s.Seq, len(s.Hidden), len(s.Tokens)*b.m.HP.Dim)
 		}
 		if logits[i] != nil && len(logits[i]) != (s.Draft+1)*b.m.HP.VocabSize {
 			return 0, fmt.Errorf("%w: sequence %d: logits slot has %d entries, want %d", ErrBadStep, s.Seq, len(logits[i]), (s.Draft+1)*b.m.HP.VocabSize)
@@ -335,6 +343,17 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 			add(x[t0*D:t1*D], s.tm[t0*D:t1*D])
 		})
+	}
+	// Hidden states: the output norm of every token of the sequences that
+	// ask for them (embeddings); the LM head is not run for them.
+	t = 0
+	for _, sq := range seqs {
+		if sq.Hidden != nil {
+			for j := range sq.Tokens {
+				rmsNorm(sq.Hidden[j*D:(j+1)*D], x[(t+j)*D:(t+j+1)*D], b.m.OutNorm, hp.NormEps)
+			}
+		}
+		t += len(sq.Tokens)
 	}
 	if nLogits == 0 {
 		return nil
