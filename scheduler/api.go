@@ -36,6 +36,14 @@ type Request struct {
 	Priority int
 	// QueueTimeout, when > 0, fails the request if it has not been admitted in time.
 	QueueTimeout time.Duration
+	// Embed makes this an embedding request: the prompt (up to
+	// Limits.MaxEmbedTokens) is prefilled through the same steps as any
+	// other, its tokens' hidden states pooled (Config.Pooling) as they
+	// are computed, and the request ends with FinishEmbedded and the
+	// L2-normalized vector in Final.Embedding, nothing sampled; its KV
+	// blocks go back at once and never enter the prefix cache. Only
+	// Prompt, ID, Priority and QueueTimeout are read.
+	Embed bool
 }
 
 // FinishReason says why a request ended.
@@ -49,6 +57,7 @@ const (
 	FinishCancelled                        // the client cancelled or went away
 	FinishError                            // failed; Final.Err says why
 	FinishTimeout                          // QueueTimeout passed while waiting
+	FinishEmbedded                         // an embedding request's prompt was pooled: Final.Embedding
 )
 
 // Token is one generated token as streamed.
@@ -85,6 +94,9 @@ type Final struct {
 	// both 0 without it).
 	DraftTokens    int
 	AcceptedTokens int
+	// Embedding is an embedding request's vector (FinishEmbedded):
+	// Limits.EmbedDim values of unit L2 norm.
+	Embedding []float32
 }
 
 // Stats is an introspection snapshot of the scheduler after a step.
@@ -147,8 +159,8 @@ type Stats struct {
 //	    // ctx is the request's: when it ends the sequence is cancelled and leaves the
 //	    // batch at the next step. Errors (wrapped sentinels): ErrInvalidRequest,
 //	    // ErrPromptTooLong, ErrTokenOutOfRange (as *LimitError: field, bound, value;
-//	    // sampling ranges as *sample.ParamError), ErrQueueFull (at submit time),
-//	    // ErrDraining, ErrClosed.
+//	    // sampling ranges as *sample.ParamError), ErrNoEmbeddings, ErrQueueFull
+//	    // (at submit time), ErrDraining, ErrClosed.
 //	func (s *Scheduler) Limits() Limits // the bounds Submit enforces (context, lengths, stops)
 //	func (st *Stream) Recv(ctx context.Context) (Event, error)
 //	    // blocks until at least one event is pending (merging all pending ones into one

@@ -23,6 +23,9 @@ func (c *core) check() error {
 		if sq.noAdmit >= c.planNo {
 			return fmt.Errorf("seq %d readmitted in the plan that preempted it", sq.id)
 		}
+		if sq.pool != nil && (sq.pool.Tokens() != sq.computed || sq.registered != 0) {
+			return fmt.Errorf("embedding seq %d: %d tokens pooled, %d computed, %d blocks registered", sq.id, sq.pool.Tokens(), sq.computed, sq.registered)
+		}
 		if sq.registered > len(sq.blocks) {
 			return fmt.Errorf("seq %d: %d registered of %d blocks", sq.id, sq.registered, len(sq.blocks))
 		}
@@ -36,6 +39,9 @@ func (c *core) check() error {
 		}
 	}
 	for i, sq := range c.waiting {
+		if sq.pool != nil && sq.pool.Tokens() != 0 {
+			return fmt.Errorf("waiting embedding seq %d: %d tokens pooled", sq.id, sq.pool.Tokens())
+		}
 		if sq.state != seqWaiting || len(sq.blocks) != 0 || sq.computed != 0 {
 			return fmt.Errorf("waiting seq %d: state %d, %d blocks, computed %d", sq.id, sq.state, len(sq.blocks), sq.computed)
 		}

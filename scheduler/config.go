@@ -64,7 +64,16 @@ var (
 	ErrQueueFull      = errors.New("scheduler: waiting queue full")
 	ErrDraining       = errors.New("scheduler: draining, not accepting requests")
 	ErrClosed         = errors.New("scheduler: closed")
+	// ErrNoEmbeddings refuses an embedding request (Request.Embed) this
+	// scheduler cannot serve: its model's backend produces no hidden
+	// states, or the batching is static. The error says which.
+	ErrNoEmbeddings = errors.New("scheduler: embeddings not served")
 )
+
+// DefaultPooling is Config.Pooling's default: the last token's hidden
+// state, the one token that, under causal attention, has seen the whole
+// input.
+const DefaultPooling = batch.PoolLast
 
 // Config configures a Scheduler. Zero values take the defaults noted.
 type Config struct {
@@ -122,6 +131,15 @@ type Config struct {
 	// Spec configures speculative decoding (spec.go); the zero value is
 	// off.
 	Spec SpecConfig
+	// Pooling is how an embedding request (Request.Embed) pools the hidden
+	// states of its tokens into its vector. Default DefaultPooling.
+	Pooling batch.Pooling
+
+	// embedDim is the model's hidden size when it produces hidden states
+	// and the batching is continuous (New sets it), else 0; noEmbed then
+	// says why.
+	embedDim int
+	noEmbed  string
 }
 
 // Speculative decoding's draft sources (SpecConfig.Source).
@@ -275,6 +293,12 @@ func (c *Config) validate() error {
 	}
 	if c.CapacityRetry <= 0 {
 		c.CapacityRetry = 20 * time.Millisecond
+	}
+	if c.Pooling == batch.PoolingUnset {
+		c.Pooling = DefaultPooling
+	}
+	if _, err := batch.ParsePooling(c.Pooling.String()); err != nil {
+		return bad("Pooling %v must be mean, last or cls", c.Pooling)
 	}
 	return c.Spec.validate(c.Batching)
 }

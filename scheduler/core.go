@@ -35,6 +35,8 @@ type core struct {
 	planNo   uint64
 	rankSeq  uint64
 	hits     []int32 // scratch for prefix lookups
+	// hidden backs the Hidden rows of the step's embedding entries.
+	hidden []float32
 
 	// queued counts requests submitted but never admitted (Submit's bound);
 	// shared with Submit, which increments it.
@@ -193,10 +195,25 @@ func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	// entries[k] is the sequence of batch[k].
 	c.entries = slices.DeleteFunc(c.entries, func(e entry) bool { return e.dropped })
 	c.batch, c.samplers = c.batch[:0], c.samplers[:0]
+	W := c.cfg.embedDim
+	embedTokens := 0
+	for _, e := range c.entries {
+		if e.sq.pool != nil {
+			embedTokens += e.n
+		}
+	}
+	if len(c.hidden) < embedTokens*W {
+		c.hidden = make([]float32, embedTokens*W)
+	}
+	hid := c.hidden
 	for _, e := range c.entries {
 		toks := e.sq.tokens[e.sq.computed : e.sq.computed+e.n]
 		if e.draft > 0 {
 			toks = e.sq.spec.row
+		}
+		var h []float32
+		if e.sq.pool != nil {
+			h, hid = hid[:e.n*W:e.n*W], hid[e.n*W:]
 		}
 		c.batch = append(c.batch, batch.SeqStep{
 			Seq:    e.sq.id,
@@ -205,6 +222,7 @@ func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 			Blocks: e.sq.blocks,
 			Logits: e.sample,
 			Draft:  e.draft,
+			Hidden: h,
 		})
 		var smp *sample.Sampler
 		if e.sample {
@@ -290,6 +308,13 @@ func (c *core) applyRows(results [][]sample.Result, err error, now time.Time) {
 		}
 		sq.computed += e.n
 		c.registerFull(sq)
+		if sq.pool != nil {
+			sq.pool.Add(c.batch[k].Hidden)
+			if sq.computed == sq.promptLen {
+				c.finish(sq, FinishEmbedded, Event{}, "", nil, now)
+			}
+			continue
+		}
 		if e.sample {
 			sq.prefilled = true
 			c.onToken(sq, results[k][0], now)
@@ -299,9 +324,11 @@ func (c *core) applyRows(results [][]sample.Result, err error, now time.Time) {
 	c.policy.settle(c)
 }
 
-// registerFull offers sq's newly completed blocks to the prefix cache.
+// registerFull offers sq's newly completed blocks to the prefix cache
+// (not an embedding request's: its blocks go straight back to the free
+// list when it ends, leaving cached prefixes of chats in place).
 func (c *core) registerFull(sq *seq) {
-	if c.cfg.DisablePrefixCache {
+	if c.cfg.DisablePrefixCache || sq.pool != nil {
 		return
 	}
 	bs := c.cfg.BlockSize
@@ -343,6 +370,9 @@ func (c *core) finish(sq *seq, reason FinishReason, ev Event, matched string, er
 		StopMatched:      matched,
 		DraftTokens:      sq.spec.drafted,
 		AcceptedTokens:   sq.spec.accepted,
+	}
+	if reason == FinishEmbedded {
+		f.Embedding = sq.pool.Vector()
 	}
 	if sq.admitted {
 		f.QueueWait = sq.admittedAt.Sub(sq.submitted)

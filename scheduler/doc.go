@@ -119,6 +119,21 @@
 // prefix is only found from its first block on); preempted sequences often
 // find their own blocks still cached when they resume.
 //
+// # Embedding requests
+//
+// A Request with Embed set is a prompt-only sequence: it is admitted,
+// chunked and preempted like any other, but its rows ask for hidden states
+// (batch.SeqStep.Hidden, from a Model whose HiddenSize is non-zero) instead
+// of logits, so the backend skips the LM head for them. After each step
+// its chunk's rows are folded, in token order, into a batch.Pool
+// (Config.Pooling: mean, last or cls), whose result does not depend on the
+// chunking; when the last prompt token has run the sequence ends with
+// FinishEmbedded and the L2-normalized vector in Final.Embedding, and its
+// blocks go straight back to the free list. It neither takes a cached
+// prefix (every token's hidden state is needed) nor registers one. A
+// preempted embedding empties its pool and is computed again. Static
+// batching serves none (ErrNoEmbeddings).
+//
 // # Stop conditions and text
 //
 // After each sampled token: stop token ids and EOS (Config.IsEOG, unless

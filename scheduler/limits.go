@@ -77,6 +77,18 @@ type Limits struct {
 	// requests waiting for admission (beyond it: ErrQueueFull).
 	MaxSeqs    int
 	MaxWaiting int
+	// EmbedDim is the length of the vector an embedding request
+	// (Request.Embed) returns, the model's hidden size; 0 when this
+	// scheduler serves no embeddings (Submit refuses them with
+	// ErrNoEmbeddings, NoEmbeddings says why).
+	EmbedDim     int
+	NoEmbeddings string
+	// MaxEmbedTokens is the longest input of an embedding request: the
+	// whole context, as nothing is generated after it.
+	MaxEmbedTokens int
+	// Pooling is how an embedding request pools its tokens' hidden states
+	// (Config.Pooling).
+	Pooling batch.Pooling
 }
 
 // Limits returns the bounds Submit enforces.
@@ -95,6 +107,10 @@ func (c *Config) limits() Limits {
 		VocabSize:          c.VocabSize,
 		MaxSeqs:            c.MaxSeqs,
 		MaxWaiting:         c.MaxWaiting,
+		EmbedDim:           c.embedDim,
+		NoEmbeddings:       c.noEmbed,
+		MaxEmbedTokens:     c.ContextLen,
+		Pooling:            c.Pooling,
 	}
 }
 
@@ -166,8 +182,13 @@ func (l Limits) MaxTokensFor(promptLen int) int {
 }
 
 // check validates r against l, in the order a client fixes things: the
-// prompt, the lengths, the sampling parameters, the stop conditions.
+// prompt, the lengths, the sampling parameters, the stop conditions. An
+// embedding request has its prompt checked alone (up to MaxEmbedTokens):
+// it generates nothing, so the other fields are not read.
 func (l Limits) check(r Request) error {
+	if r.Embed && l.EmbedDim == 0 {
+		return fmt.Errorf("%w: %s", ErrNoEmbeddings, l.NoEmbeddings)
+	}
 	if len(r.Prompt) == 0 {
 		return &LimitError{Field: "prompt", What: "prompt tokens", Op: ">=", Limit: 1, Got: 0, Err: ErrEmptyPrompt}
 	}
@@ -177,6 +198,15 @@ func (l Limits) check(r Request) error {
 				return &LimitError{Field: "prompt", What: "token id", Op: "<", Limit: l.VocabSize, Got: int(t), Err: ErrTokenOutOfRange}
 			}
 		}
+	}
+	if r.Embed {
+		if len(r.Prompt) > l.MaxEmbedTokens {
+			return &LimitError{Field: "prompt", What: "prompt tokens", Op: "<=", Limit: l.MaxEmbedTokens, Got: len(r.Prompt), Err: ErrPromptTooLong}
+		}
+		if r.QueueTimeout < 0 {
+			return fmt.Errorf("%w: queue timeout %v must be >= 0", ErrInvalidRequest, r.QueueTimeout)
+		}
+		return nil
 	}
 	if err := l.CheckPrompt(len(r.Prompt)); err != nil {
 		return err

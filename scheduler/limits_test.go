@@ -64,6 +64,7 @@ func TestLimitsDefaults(t *testing.T) {
 		ContextLen: 1024, MaxPromptTokens: 1023, MaxTokens: 1024, DefaultMaxTokens: DefaultMaxTokens,
 		MaxStopStrings: MaxStopStrings, MaxStopStringBytes: MaxStopStringBytes, MaxStopTokenIDs: MaxStopTokenIDs,
 		MaxTopLogprobs: sample.MaxTopLogprobs, VocabSize: 100, MaxSeqs: DefaultMaxSeqs, MaxWaiting: DefaultMaxWaiting,
+		MaxEmbedTokens: 1024, Pooling: DefaultPooling,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Limits (-want +got):\n%s", diff)

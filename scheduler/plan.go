@@ -78,7 +78,8 @@ func (continuous) settle(*core)                                 {}
 // addEntry plans n tokens of sq's history for the step.
 func (c *core) addEntry(sq *seq, n int) {
 	decode := n == 1 && sq.remaining() == 1 && sq.generated > 0 && sq.computed >= sq.promptLen
-	c.entries = append(c.entries, entry{sq: sq, n: n, sample: sq.computed+n == len(sq.tokens), decode: decode})
+	last := sq.pool == nil && sq.computed+n == len(sq.tokens) // an embedding samples nothing
+	c.entries = append(c.entries, entry{sq: sq, n: n, sample: last, decode: decode})
 	c.budget -= n
 }
 
@@ -96,6 +97,9 @@ func (c *core) preempt(j int) {
 	}
 	c.releaseBlocks(sq)
 	sq.computed = 0
+	if sq.pool != nil {
+		sq.pool.Reset() // its hidden states are computed again
+	}
 	sq.noAdmit = c.planNo
 	c.insertWaiting(sq)
 	c.stats.Preemptions++
@@ -150,10 +154,11 @@ func (c *core) growChunk(i, n int) int {
 
 // prefixHits looks up the longest cached prefix of sq's history in full
 // blocks, never covering the last token (its logits must be computed), and
-// leaves the blocks in c.hits without taking them.
+// leaves the blocks in c.hits without taking them. An embedding request
+// takes none: the hidden state of every token must be computed.
 func (c *core) prefixHits(sq *seq) []int32 {
 	c.hits = c.hits[:0]
-	if c.cfg.DisablePrefixCache {
+	if c.cfg.DisablePrefixCache || sq.pool != nil {
 		return c.hits
 	}
 	bs := c.cfg.BlockSize

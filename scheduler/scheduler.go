@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
@@ -72,6 +73,14 @@ func New(cfg Config, m Model) (*Scheduler, error) {
 			}
 		}
 	}
+	cfg.embedDim, cfg.noEmbed = 0, "static batching runs fixed generation groups"
+	if cfg.Batching == BatchingContinuous {
+		cfg.noEmbed = "the model's backend produces no hidden states"
+		if h, ok := m.(hiddenModel); ok && h.HiddenSize() > 0 {
+			cfg.embedDim, cfg.noEmbed = h.HiddenSize(), ""
+		}
+	}
+	s.cfg = cfg
 	if cfg.Spec.on() {
 		v, ok := m.(Verifier)
 		if !ok || !v.VerifiesDrafts() {
@@ -84,6 +93,14 @@ func New(cfg Config, m Model) (*Scheduler, error) {
 	st := s.core.snapshot(false)
 	s.stats.Store(&st)
 	return s, nil
+}
+
+// hiddenModel is a Model that computes hidden states (batch.SeqStep.Hidden)
+// of HiddenSize values per token, 0 when its backend produces none;
+// runtime.Engine implements it. Only such a model serves embedding
+// requests.
+type hiddenModel interface {
+	HiddenSize() int
 }
 
 // minTokensParams returns r's sampling parameters with the end-of-generation
@@ -116,8 +133,10 @@ func newSampler(p sample.Params, prompt []int32) *sample.Sampler { return sample
 // (wrapping ErrPromptTooLong for a prompt over the context,
 // ErrTokenOutOfRange for an id outside the vocabulary, ErrInvalidRequest
 // otherwise) or, for the sampling parameters, a *sample.ParamError wrapped
-// with ErrInvalidRequest. The other errors wrap ErrQueueFull (decided here,
-// without waiting), ErrDraining or ErrClosed.
+// with ErrInvalidRequest. An embedding request (Request.Embed) this
+// scheduler cannot serve is refused with ErrNoEmbeddings. The other errors
+// wrap ErrQueueFull (decided here, without waiting), ErrDraining or
+// ErrClosed.
 func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 	if err := s.cfg.limits().check(r); err != nil {
 		return nil, err
@@ -149,7 +168,11 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		submitted: time.Now(),
 		tokens:    append(make([]int32, 0, len(r.Prompt)+min(r.MaxTokens, 256)), r.Prompt...),
 		promptLen: len(r.Prompt),
-		sampler:   newSampler(s.minTokensParams(r), r.Prompt),
+	}
+	if r.Embed {
+		sq.pool = batch.NewPool(s.cfg.Pooling, s.cfg.embedDim)
+	} else {
+		sq.sampler = newSampler(s.minTokensParams(r), r.Prompt)
 	}
 	if r.QueueTimeout > 0 {
 		sq.deadline = sq.submitted.Add(r.QueueTimeout)

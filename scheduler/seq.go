@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/weft-inference/weft/runtime/batch"
 	"time"
 
 	"github.com/weft-inference/weft/runtime/sample"
@@ -57,6 +58,10 @@ type seq struct {
 	final *Final // static mode: held until the group ends
 
 	spec specState // speculative decoding (spec.go)
+
+	// pool folds the hidden states of an embedding request's prompt
+	// (Request.Embed) as its chunks run; nil for every other request.
+	pool *batch.Pool
 }
 
 // remaining is the number of tokens not yet fed (1 while decoding).

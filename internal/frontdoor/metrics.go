@@ -69,6 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 var FinishLabels = map[scheduler.FinishReason]string{
 	scheduler.FinishEOS: "eos", scheduler.FinishLength: "length", scheduler.FinishStopSequence: "stop",
 	scheduler.FinishCancelled: "cancelled", scheduler.FinishError: "error", scheduler.FinishTimeout: "timeout",
+	scheduler.FinishEmbedded: "embedded",
 }
 
 var tracer = otel.Tracer("github.com/weft-inference/weft/internal/frontdoor")

@@ -34,6 +34,10 @@ type Model struct {
 	// NoDrafts makes VerifiesDrafts false (a backend that cannot verify
 	// drafted tokens).
 	NoDrafts bool
+	// Hidden, when > 0, is HiddenSize: rows with SeqStep.Hidden get, for
+	// each token, HiddenOf the history up to it read back through the
+	// block table (so a wrong position or block changes the vector).
+	Hidden int
 
 	bs int
 
@@ -174,16 +178,28 @@ func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers [
 			m.setErr(fmt.Errorf("step %d seq %d: Logits %v with sampler %v", step, s.Seq, s.Logits, samplers[i] != nil))
 			continue
 		}
+		if s.Hidden != nil && (m.Hidden == 0 || len(s.Hidden) != len(s.Tokens)*m.Hidden) {
+			m.setErr(fmt.Errorf("step %d seq %d: hidden slot of %d values for %d tokens (HiddenSize %d)", step, s.Seq, len(s.Hidden), len(s.Tokens), m.Hidden))
+			continue
+		}
 		for j, t := range s.Tokens {
 			p := s.Pos + j
 			m.kv[s.Blocks[p/m.bs]][p%m.bs] = t
 		}
-		if !s.Logits {
+		if !s.Logits && s.Hidden == nil {
 			continue
 		}
 		hist = hist[:0]
 		for p := range end {
 			hist = append(hist, m.kv[s.Blocks[p/m.bs]][p%m.bs])
+		}
+		if s.Hidden != nil {
+			for j := range s.Tokens {
+				copy(s.Hidden[j*m.Hidden:], HiddenOf(hist[:s.Pos+j+1], m.Hidden))
+			}
+		}
+		if !s.Logits {
+			continue
 		}
 		for j := 0; j <= s.Draft; j++ {
 			tok := next(hist[:end-s.Draft+j])
@@ -194,6 +210,31 @@ func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers [
 		}
 	}
 	return res, nil
+}
+
+// HiddenSize is Hidden.
+func (m *Model) HiddenSize() int { return m.Hidden }
+
+// HiddenOf is the fake's hidden state of the last token of history: width
+// values that depend on the whole history.
+func HiddenOf(history []int32, width int) []float32 {
+	h := make([]float32, width)
+	x := uint32(Hash(history))
+	for i := range h {
+		x = x*1664525 + 1013904223
+		h[i] = float32(int32(x>>8)%2001-1000) / 1000
+	}
+	return h
+}
+
+// ReferenceEmbedding is the embedding of prompt the fake gives under
+// pooling how: every token's HiddenOf pooled as batch.Pool does.
+func ReferenceEmbedding(prompt []int32, width int, how batch.Pooling) []float32 {
+	p := batch.NewPool(how, width)
+	for i := range prompt {
+		p.Add(HiddenOf(prompt[:i+1], width))
+	}
+	return p.Vector()
 }
 
 // setErr keeps the first misuse; m.mu is held.
