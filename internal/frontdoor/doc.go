@@ -32,6 +32,10 @@
 //   - following a submitted stream to its Final with the door's own send
 //     (Follow), the send-stall limit (SendStallTimeout) and the queue
 //     timeout's outcome (ErrQueueTimeout, the same on every door);
+//   - embeddings (Embed): the number of inputs (MaxEmbedInputs), the
+//     dimensions, each input's bytes and tokens, and running the inputs
+//     as embedding sequences, at most a batch of them submitted at a
+//     time, the rest cancelled at the first failure;
 //   - the per-request metrics (TTFT, TPOT, e2e, queue time, success),
 //     fed from each Final by Follow and labelled
 //     door="grpc"|"openai"|"anthropic".
