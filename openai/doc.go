@@ -1,7 +1,7 @@
 // Package openai serves weft's scheduler over the OpenAI-compatible HTTP
 // API, beside the gRPC server: POST /v1/completions, POST
 // /v1/chat/completions (both streaming with Server-Sent Events, or not),
-// GET /v1/models and GET /health.
+// POST /v1/embeddings, GET /v1/models and GET /health.
 //
 // It is a wire adapter on the process's one request pipeline,
 // internal/frontdoor's Door (Config.Door, shared with the gRPC server; it
@@ -45,6 +45,18 @@
 // gets an X-Request-Id (the client's, when valid: the Door's rule), one
 // log line carrying it, and is counted in weft_http_requests_total{path,code}
 // and weft_http_request_duration_seconds{path}.
+//
+// Embeddings (embeddings.go): input as a string, an array of strings, an
+// array of token ids or an array of arrays of token ids (each string or id
+// array one input, text tokenized with BOS as a prompt is);
+// encoding_format float (default) or base64 (the little-endian float32
+// bytes, as OpenAI sends them); dimensions, when set, must be the model's
+// hidden size (vectors are never truncated: only models trained for it
+// keep their meaning truncated). The Door owns the rest: 1 to
+// frontdoor.MaxEmbedInputs inputs, each of at most the context's tokens
+// (an error names the input: param "input[i]"), every input one embedding
+// sequence batched with the rest of the traffic. A model or batching mode
+// without embeddings answers 400 with code model_not_supported.
 //
 // Structured output: OpenAI's response_format ({"type": "json_object"} or
 // {"type": "json_schema", "json_schema": {"schema": ...}}) and vLLM's

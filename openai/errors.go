@@ -75,12 +75,26 @@ func apiErrorOf(err error) apiError {
 	var me *frontdoor.MarkupError
 	var xe *scheduler.TextError
 	var fe *frontdoor.FieldError
+	var ie *frontdoor.InputError
+	var de *frontdoor.DimensionsError
 	invalid := func(param, code string) {
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
 	}
 	switch {
 	case errors.As(err, &re):
 		e.status, e.Type, e.Param, e.Code = re.status, "invalid_request_error", nullable(re.param), nullable(re.code)
+	case errors.As(err, &ie):
+		// One input of /v1/embeddings: its own error, named by index.
+		param := fmt.Sprintf("input[%d]", ie.Index)
+		e = apiErrorOf(ie.Err)
+		e.Param = nullable(param)
+		e.Message = param + ": " + detailOf(ie.Err)
+	case errors.As(err, &de):
+		invalid("dimensions", "invalid_value")
+	case errors.Is(err, frontdoor.ErrEmptyInput):
+		invalid("input", "invalid_value")
+	case errors.Is(err, scheduler.ErrNoEmbeddings):
+		invalid("model", "model_not_supported")
 	case errors.As(err, &le):
 		// The scheduler's field names are the API's parameter names.
 		code := "invalid_value"
@@ -123,6 +137,20 @@ func apiErrorOf(err error) apiError {
 		e.status, e.Type, e.Code = 499, "invalid_request_error", nullable("cancelled")
 	}
 	return e
+}
+
+// detailOf is err's message without the owner's field name in front, for
+// a door that names the field itself.
+func detailOf(err error) string {
+	var le *scheduler.LimitError
+	var be *frontdoor.BytesError
+	switch {
+	case errors.As(err, &le):
+		return le.Detail()
+	case errors.As(err, &be):
+		return be.Detail()
+	}
+	return err.Error()
 }
 
 // writeError writes err as OpenAI's JSON error with its status.

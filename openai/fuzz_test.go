@@ -134,3 +134,56 @@ func FuzzToolRequest(f *testing.F) {
 		}
 	})
 }
+
+// embedRefusingScheduler is refusingScheduler serving embeddings of 64
+// values: a fuzzed embeddings request goes through decoding, the Door's
+// checks and tokenizing, then is refused as if the queue were full.
+type embedRefusingScheduler struct{ refusingScheduler }
+
+func (embedRefusingScheduler) Limits() scheduler.Limits {
+	l := refusingScheduler{}.Limits()
+	l.EmbedDim, l.MaxEmbedTokens, l.MaxSeqs, l.VocabSize = 64, 512, 4, 512
+	return l
+}
+
+// FuzzEmbeddingsDecode posts arbitrary bodies to /v1/embeddings: no
+// panic, and every answer is 429 (it got as far as the scheduler) or an
+// OpenAI-shaped 4xx error.
+func FuzzEmbeddingsDecode(f *testing.F) {
+	m, err := runtime.Load(shareddata.Path(f, "models/stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	sched := embedRefusingScheduler{}
+	h, err := New(Config{Scheduler: sched, Door: newDoor(f, sched, m.Tok, nil), Tokenizer: m.Tok,
+		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.SetServing(true)
+	for _, seed := range []string{
+		`{"model":"m","input":"Once upon a time"}`,
+		`{"model":"m","input":["a","b"],"encoding_format":"base64","dimensions":64}`,
+		`{"model":"m","input":[1,2,3],"encoding_format":"float"}`,
+		`{"model":"m","input":[[1,2],[3]],"dimensions":0}`,
+		`{"model":"m","input":[[]],"user":"u"}`, `{"model":"m","input":[]}`, `{"model":"m","input":[1.5]}`,
+		`{"model":"m","input":"\udc00"}`, `{"model":"m","input":[["a"]]}`, `{"model":"m"}`, `[]`, `null`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/embeddings", strings.NewReader(body)))
+		if w.Code == http.StatusTooManyRequests {
+			return
+		}
+		if w.Code < 400 || w.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
+		}
+		var e errorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+			t.Fatalf("status %d, body %q is not an OpenAI error (%v)", w.Code, w.Body, err)
+		}
+	})
+}

@@ -64,6 +64,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.Handle("GET /v1/models", h.authed(h.models))
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
 	h.mux.Handle("POST /v1/chat/completions", h.authed(h.chatCompletions))
+	h.mux.Handle("POST /v1/embeddings", h.authed(h.embeddings))
 	h.root = h.observe(h.mux)
 	return h, nil
 }
