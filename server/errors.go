@@ -37,6 +37,7 @@ const (
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonNoChatTemplate   = "NO_CHAT_TEMPLATE"
 	ReasonChatTemplate     = "CHAT_TEMPLATE_ERROR" // the template rejected the conversation
+	ReasonNoEmbeddings     = "NO_EMBEDDINGS"       // the server computes no embeddings (its backend or batching mode)
 	ReasonInternal         = "INTERNAL"
 )
 
@@ -111,10 +112,19 @@ func toStatus(err error) *status.Status {
 		me *frontdoor.MarkupError
 		xe *scheduler.TextError
 		fe *frontdoor.FieldError
+		ie *frontdoor.InputError
+		de *frontdoor.DimensionsError
 	)
 	switch {
 	case errors.As(err, &re):
 		code, reason, meta = re.code, re.reason, re.meta
+	case errors.As(err, &ie):
+		code, reason, meta, msg = inputStatus(ie)
+	case errors.As(err, &de):
+		code, reason = codes.InvalidArgument, ReasonInvalidParameter
+		meta = map[string]string{"field": "dimensions", "value": strconv.Itoa(de.Got), "embedding_dimensions": strconv.Itoa(de.Want)}
+	case errors.Is(err, scheduler.ErrNoEmbeddings):
+		code, reason = codes.FailedPrecondition, ReasonNoEmbeddings
 	case errors.As(err, &le):
 		code, reason, meta = codes.InvalidArgument, limitReason(le), limitMeta(le)
 		msg = wireField(le.Field) + ": " + le.Detail()
@@ -192,6 +202,35 @@ func toStatus(err error) *status.Status {
 	return withDetails
 }
 
+// inputStatus is the status of one refused input of an Embed: its field
+// is inputs[i]; a token count over the context names the whole context as
+// the bound (an embedding generates nothing after its input).
+func inputStatus(ie *frontdoor.InputError) (codes.Code, string, map[string]string, string) {
+	field := fmt.Sprintf("inputs[%d]", ie.Index)
+	var le *scheduler.LimitError
+	var be *frontdoor.BytesError
+	switch {
+	case errors.As(ie.Err, &le):
+		meta := limitMeta(le)
+		meta["field"] = field
+		if errors.Is(le, scheduler.ErrPromptTooLong) {
+			meta["context_length"] = strconv.Itoa(le.Limit)
+		}
+		return codes.InvalidArgument, limitReason(le), meta, field + ": " + le.Detail()
+	case errors.As(ie.Err, &be):
+		return codes.InvalidArgument, ReasonPromptTooLong, map[string]string{
+			"field":            field,
+			"prompt_bytes":     strconv.Itoa(be.Bytes),
+			"max_prompt_bytes": strconv.Itoa(be.MaxBytes),
+			"context_length":   strconv.Itoa(be.ContextLen),
+		}, field + ": " + be.Detail()
+	case errors.Is(ie.Err, frontdoor.ErrEmptyInput):
+		return codes.InvalidArgument, ReasonEmptyPrompt, map[string]string{"field": field + ".text"}, field + ".text: empty"
+	}
+	st := toStatus(ie.Err)
+	return st.Code(), rejectReason(ie.Err), map[string]string{"field": field}, field + ": " + st.Message()
+}
+
 // codeReason names a reason for a bare gRPC code.
 func codeReason(c codes.Code) string {
 	switch c {
@@ -222,6 +261,7 @@ var wireFields = map[string]string{
 	"top_logprobs":              "logprobs.top_n",
 	frontdoor.FieldChatContents: "turn.messages.content",
 	frontdoor.FieldChatPrompt:   "turn.messages",
+	frontdoor.FieldEmbedInput:   "inputs",
 }
 
 func wireField(f string) string {

@@ -60,6 +60,9 @@ func (s *Server) GetModelInfo(context.Context, *inferencev1.GetModelInfoRequest)
 			Type:           in.KV.Type,
 		},
 	}
+	if l := s.door.Limits(); l.EmbedDim > 0 {
+		out.EmbeddingDimensions, out.Pooling = int32(l.EmbedDim), poolings[l.Pooling]
+	}
 	for t, n := range in.TensorTypes {
 		out.TensorTypes = append(out.TensorTypes, &inferencev1.TensorTypeCount{Type: t, Count: int32(n)})
 	}

@@ -60,6 +60,7 @@ type serveConfig struct {
 	TLSKey         string        // PEM key
 	LogLevel       string        // debug, info, warn, error
 	BatchInvariant bool          // batch-invariant CPU kernels (startBatchInvariant); CUDA is refused
+	EmbedPooling   string        // how embeddings pool hidden states when the model file does not say (mean, last, cls; "": the scheduler's default)
 	// Spec is speculative decoding (--spec and --spec-*); the scheduler
 	// checks it, and refuses it on a backend that does not verify drafts.
 	Spec scheduler.SpecConfig
@@ -83,6 +84,9 @@ func (c *serveConfig) validate() error {
 	case scheduler.BatchingContinuous, scheduler.BatchingStatic:
 	default:
 		return fmt.Errorf("--batching %q: want continuous or static", c.Batching)
+	}
+	if _, err := batch.ParsePooling(c.EmbedPooling); c.EmbedPooling != "" && err != nil {
+		return fmt.Errorf("--embed-pooling: %w", err)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -177,6 +181,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
 		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
+	fs.StringVar(&c.EmbedPooling, "embed-pooling", scheduler.DefaultPooling.String(),
+		"how /v1/embeddings and Embed pool the tokens' hidden states into one vector when the model file has no pooling_type: mean, last or cls (the first token's)")
 	fs.StringVar(&c.ChatTemplate, "chat-template", "",
 		"`template` Chat renders with instead of the model's: chatml, plain or a Jinja file (empty: the model's own; a model without one serves no Chat)")
 	fs.StringVar(&c.ToolFormat, "tool-format", "",
@@ -273,6 +279,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if d.BackendWhy != "" {
 		backendInfo += "; " + d.BackendWhy
 	}
+	pooling, why := embedPooling(m, c.EmbedPooling)
 	// The scheduler caps the model's context at what one sequence can hold
 	// in the batching mode (Limits().ContextLen); both doors take it from
 	// there.
@@ -290,9 +297,15 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		VocabSize:      m.HP.VocabSize,
 		Capacity:       capacity,
 		Spec:           c.Spec,
+		Pooling:        pooling,
 	}, runtime.NewEngine(b, m.HP.VocabSize))
 	if err != nil {
 		return err
+	}
+	if l := sched.Limits(); l.EmbedDim > 0 {
+		log.Info("embeddings", "dimensions", l.EmbedDim, "pooling", l.Pooling.String(), "from", why)
+	} else {
+		log.Info("embeddings not served", "why", l.NoEmbeddings)
 	}
 	ctxLen := sched.Limits().ContextLen
 	cc, err := chooseChatTemplate(c.ChatTemplate, m)
@@ -499,6 +512,20 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		}
 	}
 	return err2
+}
+
+// embedPooling is how embeddings pool: the model file's pooling_type
+// when it names mean, cls or last, else --embed-pooling (validated). why
+// says which, for the log.
+func embedPooling(m *runtime.Model, flagValue string) (p batch.Pooling, why string) {
+	if m.Pooling != batch.PoolingUnset {
+		return m.Pooling, "the model file's pooling_type"
+	}
+	p, _ = batch.ParsePooling(flagValue)
+	if m.PoolingType >= 0 {
+		return p, fmt.Sprintf("--embed-pooling (the file's pooling_type %d names no pooling into one vector)", m.PoolingType)
+	}
+	return p, "--embed-pooling"
 }
 
 // shutdownFlush is how long handlers may take to send their last messages

@@ -96,7 +96,8 @@ type Embeddings struct {
 	// Vectors holds one vector per input, in input order: Limits.EmbedDim
 	// values of unit L2 norm.
 	Vectors [][]float32
-	// PromptTokens counts the tokens of every input.
+	// Tokens counts each input's tokens, PromptTokens all of them.
+	Tokens       []int
 	PromptTokens int
 }
 
@@ -192,7 +193,7 @@ func (d *Door) Embed(ctx context.Context, sub Submitter, r EmbedRequest) (*Embed
 			return nil, err
 		}
 	}
-	out := &Embeddings{Vectors: make([][]float32, n)}
+	out := &Embeddings{Vectors: make([][]float32, n), Tokens: make([]int, n)}
 	for range n {
 		var res done
 		select {
@@ -214,6 +215,7 @@ func (d *Door) Embed(ctx context.Context, sub Submitter, r EmbedRequest) (*Embed
 			return nil, fmt.Errorf("embedding of input %d ended without a vector (%s)", res.i, FinishLabels[f.Reason])
 		}
 		out.Vectors[res.i] = f.Embedding
+		out.Tokens[res.i] = f.PromptTokens
 		out.PromptTokens += f.PromptTokens
 		if next < n {
 			if err := submit(); err != nil {

@@ -66,6 +66,7 @@ func TestEmbed(t *testing.T) {
 				ids = byteTok{}.Encode(in.Text, true, false)
 			}
 			want.Vectors = append(want.Vectors, schedtest.ReferenceEmbedding(ids, embedWidth, batch.PoolMean))
+			want.Tokens = append(want.Tokens, len(ids))
 			want.PromptTokens += len(ids)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -299,6 +299,64 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{3}
 }
 
+// Pooling is how the hidden states of an input's tokens become one vector.
+type Pooling int32
+
+const (
+	// Not reported (no embeddings served).
+	Pooling_POOLING_UNSPECIFIED Pooling = 0
+	// The mean over every token.
+	Pooling_POOLING_MEAN Pooling = 1
+	// The last token's: under causal attention the only token that has seen the
+	// whole input.
+	Pooling_POOLING_LAST Pooling = 2
+	// The first token's (BERT's [CLS]).
+	Pooling_POOLING_CLS Pooling = 3
+)
+
+// Enum value maps for Pooling.
+var (
+	Pooling_name = map[int32]string{
+		0: "POOLING_UNSPECIFIED",
+		1: "POOLING_MEAN",
+		2: "POOLING_LAST",
+		3: "POOLING_CLS",
+	}
+	Pooling_value = map[string]int32{
+		"POOLING_UNSPECIFIED": 0,
+		"POOLING_MEAN":        1,
+		"POOLING_LAST":        2,
+		"POOLING_CLS":         3,
+	}
+)
+
+func (x Pooling) Enum() *Pooling {
+	p := new(Pooling)
+	*p = x
+	return p
+}
+
+func (x Pooling) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Pooling) Descriptor() protoreflect.EnumDescriptor {
+	return file_inference_v1_inference_service_proto_enumTypes[4].Descriptor()
+}
+
+func (Pooling) Type() protoreflect.EnumType {
+	return &file_inference_v1_inference_service_proto_enumTypes[4]
+}
+
+func (x Pooling) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Pooling.Descriptor instead.
+func (Pooling) EnumDescriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{4}
+}
+
 // GenerateRequest asks for the completion of one prompt.
 type GenerateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2804,8 +2862,13 @@ type GetModelInfoResponse struct {
 	HasChatTemplate bool `protobuf:"varint,10,opt,name=has_chat_template,json=hasChatTemplate" json:"has_chat_template,omitempty"`
 	// Number of parameters.
 	ParameterCount int64 `protobuf:"varint,11,opt,name=parameter_count,json=parameterCount" json:"parameter_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Length of the vectors Embed returns (the model's hidden size); 0 when
+	// the server serves no embeddings.
+	EmbeddingDimensions int32 `protobuf:"varint,12,opt,name=embedding_dimensions,json=embeddingDimensions" json:"embedding_dimensions,omitempty"`
+	// How Embed pools the tokens' hidden states into one vector.
+	Pooling       Pooling `protobuf:"varint,13,opt,name=pooling,enum=inference.v1.Pooling" json:"pooling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetModelInfoResponse) Reset() {
@@ -2915,6 +2978,304 @@ func (x *GetModelInfoResponse) GetParameterCount() int64 {
 	return 0
 }
 
+func (x *GetModelInfoResponse) GetEmbeddingDimensions() int32 {
+	if x != nil {
+		return x.EmbeddingDimensions
+	}
+	return 0
+}
+
+func (x *GetModelInfoResponse) GetPooling() Pooling {
+	if x != nil {
+		return x.Pooling
+	}
+	return Pooling_POOLING_UNSPECIFIED
+}
+
+// EmbedRequest asks for the embeddings of one or more inputs.
+type EmbedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen id echoed in logs; may be empty.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId" json:"request_id,omitempty"`
+	// The inputs, 1 to 2048, each embedded on its own; each holds at most the
+	// context length's tokens.
+	Inputs []*EmbedInput `protobuf:"bytes,2,rep,name=inputs" json:"inputs,omitempty"`
+	// The length the vectors must have: 0 (unset) or the model's
+	// (GetModelInfoResponse.embedding_dimensions). Vectors are never truncated,
+	// so any other value is refused with INVALID_ARGUMENT.
+	Dimensions int32 `protobuf:"varint,3,opt,name=dimensions" json:"dimensions,omitempty"`
+	// Scheduling priority: higher is admitted first; equal priorities are served
+	// first come, first served.
+	Priority      int32 `protobuf:"varint,4,opt,name=priority" json:"priority,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *EmbedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetInputs() []*EmbedInput {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *EmbedRequest) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
+func (x *EmbedRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+// EmbedInput is one input of an EmbedRequest.
+type EmbedInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The input, as text or as token ids. Required.
+	//
+	// Types that are valid to be assigned to Input:
+	//
+	//	*EmbedInput_Text
+	//	*EmbedInput_TokenIds
+	Input         isEmbedInput_Input `protobuf_oneof:"input"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedInput) Reset() {
+	*x = EmbedInput{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedInput) ProtoMessage() {}
+
+func (x *EmbedInput) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedInput.ProtoReflect.Descriptor instead.
+func (*EmbedInput) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *EmbedInput) GetInput() isEmbedInput_Input {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *EmbedInput) GetText() string {
+	if x != nil {
+		if x, ok := x.Input.(*EmbedInput_Text); ok {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+func (x *EmbedInput) GetTokenIds() *TokenIds {
+	if x != nil {
+		if x, ok := x.Input.(*EmbedInput_TokenIds); ok {
+			return x.TokenIds
+		}
+	}
+	return nil
+}
+
+type isEmbedInput_Input interface {
+	isEmbedInput_Input()
+}
+
+type EmbedInput_Text struct {
+	// Text, tokenized by the server as a prompt is (BOS added when the model
+	// adds it); control-token text is tokenized as plain text. Not empty.
+	Text string `protobuf:"bytes,1,opt,name=text,oneof"`
+}
+
+type EmbedInput_TokenIds struct {
+	// Token ids, used as given (no BOS is added). Not empty.
+	TokenIds *TokenIds `protobuf:"bytes,2,opt,name=token_ids,json=tokenIds,oneof"`
+}
+
+func (*EmbedInput_Text) isEmbedInput_Input() {}
+
+func (*EmbedInput_TokenIds) isEmbedInput_Input() {}
+
+// EmbedResponse holds one embedding per input.
+type EmbedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The embeddings, in the order of the request's inputs.
+	Embeddings []*Embedding `protobuf:"bytes,1,rep,name=embeddings" json:"embeddings,omitempty"`
+	// Tokens of every input together.
+	PromptTokens int32 `protobuf:"varint,2,opt,name=prompt_tokens,json=promptTokens" json:"prompt_tokens,omitempty"`
+	// How the hidden states were pooled.
+	Pooling       Pooling `protobuf:"varint,3,opt,name=pooling,enum=inference.v1.Pooling" json:"pooling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *EmbedResponse) GetEmbeddings() []*Embedding {
+	if x != nil {
+		return x.Embeddings
+	}
+	return nil
+}
+
+func (x *EmbedResponse) GetPromptTokens() int32 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *EmbedResponse) GetPooling() Pooling {
+	if x != nil {
+		return x.Pooling
+	}
+	return Pooling_POOLING_UNSPECIFIED
+}
+
+// Embedding is the vector of one input.
+type Embedding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The vector's values: embedding_dimensions of them, of unit L2 norm.
+	Values []float32 `protobuf:"fixed32,1,rep,packed,name=values" json:"values,omitempty"`
+	// Tokens of the input.
+	PromptTokens  int32 `protobuf:"varint,2,opt,name=prompt_tokens,json=promptTokens" json:"prompt_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Embedding) Reset() {
+	*x = Embedding{}
+	mi := &file_inference_v1_inference_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Embedding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Embedding) ProtoMessage() {}
+
+func (x *Embedding) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_v1_inference_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
+func (*Embedding) Descriptor() ([]byte, []int) {
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *Embedding) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *Embedding) GetPromptTokens() int32 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
 // TensorTypeCount is how many tensors of the model have one element type.
 type TensorTypeCount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2928,7 +3289,7 @@ type TensorTypeCount struct {
 
 func (x *TensorTypeCount) Reset() {
 	*x = TensorTypeCount{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3301,7 @@ func (x *TensorTypeCount) String() string {
 func (*TensorTypeCount) ProtoMessage() {}
 
 func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[32]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3314,7 @@ func (x *TensorTypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorTypeCount.ProtoReflect.Descriptor instead.
 func (*TensorTypeCount) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{32}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TensorTypeCount) GetType() string {
@@ -2989,7 +3350,7 @@ type KVCacheInfo struct {
 
 func (x *KVCacheInfo) Reset() {
 	*x = KVCacheInfo{}
-	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3362,7 @@ func (x *KVCacheInfo) String() string {
 func (*KVCacheInfo) ProtoMessage() {}
 
 func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_v1_inference_service_proto_msgTypes[33]
+	mi := &file_inference_v1_inference_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3375,7 @@ func (x *KVCacheInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVCacheInfo.ProtoReflect.Descriptor instead.
 func (*KVCacheInfo) Descriptor() ([]byte, []int) {
-	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{33}
+	return file_inference_v1_inference_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *KVCacheInfo) GetBlockSize() int32 {
@@ -3238,7 +3599,7 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\ttoken_ids\x18\x01 \x03(\x05R\btokenIds\"(\n" +
 	"\x12DetokenizeResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x15\n" +
-	"\x13GetModelInfoRequest\"\xc1\x03\n" +
+	"\x13GetModelInfoRequest\"\xa5\x04\n" +
 	"\x14GetModelInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\"\n" +
 	"\farchitecture\x18\x02 \x01(\tR\farchitecture\x12%\n" +
@@ -3253,7 +3614,31 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\reog_token_ids\x18\t \x03(\x05R\veogTokenIds\x12*\n" +
 	"\x11has_chat_template\x18\n" +
 	" \x01(\bR\x0fhasChatTemplate\x12'\n" +
-	"\x0fparameter_count\x18\v \x01(\x03R\x0eparameterCount\";\n" +
+	"\x0fparameter_count\x18\v \x01(\x03R\x0eparameterCount\x121\n" +
+	"\x14embedding_dimensions\x18\f \x01(\x05R\x13embeddingDimensions\x12/\n" +
+	"\apooling\x18\r \x01(\x0e2\x15.inference.v1.PoolingR\apooling\"\x9b\x01\n" +
+	"\fEmbedRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x18.inference.v1.EmbedInputR\x06inputs\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\x03 \x01(\x05R\n" +
+	"dimensions\x12\x1a\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"b\n" +
+	"\n" +
+	"EmbedInput\x12\x14\n" +
+	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x125\n" +
+	"\ttoken_ids\x18\x02 \x01(\v2\x16.inference.v1.TokenIdsH\x00R\btokenIdsB\a\n" +
+	"\x05input\"\x9e\x01\n" +
+	"\rEmbedResponse\x127\n" +
+	"\n" +
+	"embeddings\x18\x01 \x03(\v2\x17.inference.v1.EmbeddingR\n" +
+	"embeddings\x12#\n" +
+	"\rprompt_tokens\x18\x02 \x01(\x05R\fpromptTokens\x12/\n" +
+	"\apooling\x18\x03 \x01(\x0e2\x15.inference.v1.PoolingR\apooling\"H\n" +
+	"\tEmbedding\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\x02R\x06values\x12#\n" +
+	"\rprompt_tokens\x18\x02 \x01(\x05R\fpromptTokens\";\n" +
 	"\x0fTensorTypeCount\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\"\xb0\x01\n" +
@@ -3289,14 +3674,20 @@ const file_inference_v1_inference_service_proto_rawDesc = "" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
 	"\tROLE_USER\x10\x02\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\x95\x03\n" +
+	"\tROLE_TOOL\x10\x04*W\n" +
+	"\aPooling\x12\x17\n" +
+	"\x13POOLING_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fPOOLING_MEAN\x10\x01\x12\x10\n" +
+	"\fPOOLING_LAST\x10\x02\x12\x0f\n" +
+	"\vPOOLING_CLS\x10\x032\xd7\x03\n" +
 	"\x10InferenceService\x12K\n" +
 	"\bGenerate\x12\x1d.inference.v1.GenerateRequest\x1a\x1e.inference.v1.GenerateResponse0\x01\x12A\n" +
 	"\x04Chat\x12\x19.inference.v1.ChatRequest\x1a\x1a.inference.v1.ChatResponse(\x010\x01\x12I\n" +
 	"\bTokenize\x12\x1d.inference.v1.TokenizeRequest\x1a\x1e.inference.v1.TokenizeResponse\x12O\n" +
 	"\n" +
 	"Detokenize\x12\x1f.inference.v1.DetokenizeRequest\x1a .inference.v1.DetokenizeResponse\x12U\n" +
-	"\fGetModelInfo\x12!.inference.v1.GetModelInfoRequest\x1a\".inference.v1.GetModelInfoResponseBDZ;github.com/weft-inference/weft/api/inference/v1;inferencev1\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
+	"\fGetModelInfo\x12!.inference.v1.GetModelInfoRequest\x1a\".inference.v1.GetModelInfoResponse\x12@\n" +
+	"\x05Embed\x12\x1a.inference.v1.EmbedRequest\x1a\x1b.inference.v1.EmbedResponseBDZ;github.com/weft-inference/weft/api/inference/v1;inferencev1\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
 
 var (
 	file_inference_v1_inference_service_proto_rawDescOnce sync.Once
@@ -3310,107 +3701,119 @@ func file_inference_v1_inference_service_proto_rawDescGZIP() []byte {
 	return file_inference_v1_inference_service_proto_rawDescData
 }
 
-var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_inference_v1_inference_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_inference_v1_inference_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_inference_v1_inference_service_proto_goTypes = []any{
 	(FinishReason)(0),            // 0: inference.v1.FinishReason
 	(ToolChoiceMode)(0),          // 1: inference.v1.ToolChoiceMode
 	(Truncation)(0),              // 2: inference.v1.Truncation
 	(Role)(0),                    // 3: inference.v1.Role
-	(*GenerateRequest)(nil),      // 4: inference.v1.GenerateRequest
-	(*ResponseFormat)(nil),       // 5: inference.v1.ResponseFormat
-	(*JsonSchema)(nil),           // 6: inference.v1.JsonSchema
-	(*Choice)(nil),               // 7: inference.v1.Choice
-	(*TokenIds)(nil),             // 8: inference.v1.TokenIds
-	(*SamplingParams)(nil),       // 9: inference.v1.SamplingParams
-	(*StoppingCriteria)(nil),     // 10: inference.v1.StoppingCriteria
-	(*LogprobOptions)(nil),       // 11: inference.v1.LogprobOptions
-	(*GenerateResponse)(nil),     // 12: inference.v1.GenerateResponse
-	(*Chunk)(nil),                // 13: inference.v1.Chunk
-	(*ToolCallDelta)(nil),        // 14: inference.v1.ToolCallDelta
-	(*TokenLogprob)(nil),         // 15: inference.v1.TokenLogprob
-	(*TopLogprob)(nil),           // 16: inference.v1.TopLogprob
-	(*Final)(nil),                // 17: inference.v1.Final
-	(*Usage)(nil),                // 18: inference.v1.Usage
-	(*Timings)(nil),              // 19: inference.v1.Timings
-	(*ChatRequest)(nil),          // 20: inference.v1.ChatRequest
-	(*ChatTurn)(nil),             // 21: inference.v1.ChatTurn
-	(*Tool)(nil),                 // 22: inference.v1.Tool
-	(*ToolChoice)(nil),           // 23: inference.v1.ToolChoice
-	(*ChatCancel)(nil),           // 24: inference.v1.ChatCancel
-	(*ChatMessage)(nil),          // 25: inference.v1.ChatMessage
-	(*ToolCall)(nil),             // 26: inference.v1.ToolCall
-	(*ChatResponse)(nil),         // 27: inference.v1.ChatResponse
-	(*LoadReport)(nil),           // 28: inference.v1.LoadReport
-	(*TurnError)(nil),            // 29: inference.v1.TurnError
-	(*TokenizeRequest)(nil),      // 30: inference.v1.TokenizeRequest
-	(*TokenizeResponse)(nil),     // 31: inference.v1.TokenizeResponse
-	(*DetokenizeRequest)(nil),    // 32: inference.v1.DetokenizeRequest
-	(*DetokenizeResponse)(nil),   // 33: inference.v1.DetokenizeResponse
-	(*GetModelInfoRequest)(nil),  // 34: inference.v1.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil), // 35: inference.v1.GetModelInfoResponse
-	(*TensorTypeCount)(nil),      // 36: inference.v1.TensorTypeCount
-	(*KVCacheInfo)(nil),          // 37: inference.v1.KVCacheInfo
-	nil,                          // 38: inference.v1.LoadReport.NamedMetricsEntry
-	nil,                          // 39: inference.v1.TurnError.MetadataEntry
-	(*durationpb.Duration)(nil),  // 40: google.protobuf.Duration
+	(Pooling)(0),                 // 4: inference.v1.Pooling
+	(*GenerateRequest)(nil),      // 5: inference.v1.GenerateRequest
+	(*ResponseFormat)(nil),       // 6: inference.v1.ResponseFormat
+	(*JsonSchema)(nil),           // 7: inference.v1.JsonSchema
+	(*Choice)(nil),               // 8: inference.v1.Choice
+	(*TokenIds)(nil),             // 9: inference.v1.TokenIds
+	(*SamplingParams)(nil),       // 10: inference.v1.SamplingParams
+	(*StoppingCriteria)(nil),     // 11: inference.v1.StoppingCriteria
+	(*LogprobOptions)(nil),       // 12: inference.v1.LogprobOptions
+	(*GenerateResponse)(nil),     // 13: inference.v1.GenerateResponse
+	(*Chunk)(nil),                // 14: inference.v1.Chunk
+	(*ToolCallDelta)(nil),        // 15: inference.v1.ToolCallDelta
+	(*TokenLogprob)(nil),         // 16: inference.v1.TokenLogprob
+	(*TopLogprob)(nil),           // 17: inference.v1.TopLogprob
+	(*Final)(nil),                // 18: inference.v1.Final
+	(*Usage)(nil),                // 19: inference.v1.Usage
+	(*Timings)(nil),              // 20: inference.v1.Timings
+	(*ChatRequest)(nil),          // 21: inference.v1.ChatRequest
+	(*ChatTurn)(nil),             // 22: inference.v1.ChatTurn
+	(*Tool)(nil),                 // 23: inference.v1.Tool
+	(*ToolChoice)(nil),           // 24: inference.v1.ToolChoice
+	(*ChatCancel)(nil),           // 25: inference.v1.ChatCancel
+	(*ChatMessage)(nil),          // 26: inference.v1.ChatMessage
+	(*ToolCall)(nil),             // 27: inference.v1.ToolCall
+	(*ChatResponse)(nil),         // 28: inference.v1.ChatResponse
+	(*LoadReport)(nil),           // 29: inference.v1.LoadReport
+	(*TurnError)(nil),            // 30: inference.v1.TurnError
+	(*TokenizeRequest)(nil),      // 31: inference.v1.TokenizeRequest
+	(*TokenizeResponse)(nil),     // 32: inference.v1.TokenizeResponse
+	(*DetokenizeRequest)(nil),    // 33: inference.v1.DetokenizeRequest
+	(*DetokenizeResponse)(nil),   // 34: inference.v1.DetokenizeResponse
+	(*GetModelInfoRequest)(nil),  // 35: inference.v1.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil), // 36: inference.v1.GetModelInfoResponse
+	(*EmbedRequest)(nil),         // 37: inference.v1.EmbedRequest
+	(*EmbedInput)(nil),           // 38: inference.v1.EmbedInput
+	(*EmbedResponse)(nil),        // 39: inference.v1.EmbedResponse
+	(*Embedding)(nil),            // 40: inference.v1.Embedding
+	(*TensorTypeCount)(nil),      // 41: inference.v1.TensorTypeCount
+	(*KVCacheInfo)(nil),          // 42: inference.v1.KVCacheInfo
+	nil,                          // 43: inference.v1.LoadReport.NamedMetricsEntry
+	nil,                          // 44: inference.v1.TurnError.MetadataEntry
+	(*durationpb.Duration)(nil),  // 45: google.protobuf.Duration
 }
 var file_inference_v1_inference_service_proto_depIdxs = []int32{
-	8,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
-	9,  // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
-	10, // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
-	11, // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
-	5,  // 4: inference.v1.GenerateRequest.response_format:type_name -> inference.v1.ResponseFormat
-	6,  // 5: inference.v1.ResponseFormat.json_schema:type_name -> inference.v1.JsonSchema
-	7,  // 6: inference.v1.ResponseFormat.choice:type_name -> inference.v1.Choice
-	13, // 7: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
-	17, // 8: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
-	15, // 9: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
-	14, // 10: inference.v1.Chunk.tool_calls:type_name -> inference.v1.ToolCallDelta
-	16, // 11: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
+	9,  // 0: inference.v1.GenerateRequest.token_ids:type_name -> inference.v1.TokenIds
+	10, // 1: inference.v1.GenerateRequest.sampling:type_name -> inference.v1.SamplingParams
+	11, // 2: inference.v1.GenerateRequest.stopping:type_name -> inference.v1.StoppingCriteria
+	12, // 3: inference.v1.GenerateRequest.logprobs:type_name -> inference.v1.LogprobOptions
+	6,  // 4: inference.v1.GenerateRequest.response_format:type_name -> inference.v1.ResponseFormat
+	7,  // 5: inference.v1.ResponseFormat.json_schema:type_name -> inference.v1.JsonSchema
+	8,  // 6: inference.v1.ResponseFormat.choice:type_name -> inference.v1.Choice
+	14, // 7: inference.v1.GenerateResponse.chunk:type_name -> inference.v1.Chunk
+	18, // 8: inference.v1.GenerateResponse.final:type_name -> inference.v1.Final
+	16, // 9: inference.v1.Chunk.logprobs:type_name -> inference.v1.TokenLogprob
+	15, // 10: inference.v1.Chunk.tool_calls:type_name -> inference.v1.ToolCallDelta
+	17, // 11: inference.v1.TokenLogprob.top:type_name -> inference.v1.TopLogprob
 	0,  // 12: inference.v1.Final.finish_reason:type_name -> inference.v1.FinishReason
-	18, // 13: inference.v1.Final.usage:type_name -> inference.v1.Usage
-	19, // 14: inference.v1.Final.timings:type_name -> inference.v1.Timings
-	26, // 15: inference.v1.Final.tool_calls:type_name -> inference.v1.ToolCall
-	40, // 16: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	40, // 17: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	40, // 18: inference.v1.Timings.total:type_name -> google.protobuf.Duration
-	21, // 19: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
-	24, // 20: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
-	25, // 21: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
-	9,  // 22: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
-	10, // 23: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
-	11, // 24: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
+	19, // 13: inference.v1.Final.usage:type_name -> inference.v1.Usage
+	20, // 14: inference.v1.Final.timings:type_name -> inference.v1.Timings
+	27, // 15: inference.v1.Final.tool_calls:type_name -> inference.v1.ToolCall
+	45, // 16: inference.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	45, // 17: inference.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	45, // 18: inference.v1.Timings.total:type_name -> google.protobuf.Duration
+	22, // 19: inference.v1.ChatRequest.turn:type_name -> inference.v1.ChatTurn
+	25, // 20: inference.v1.ChatRequest.cancel:type_name -> inference.v1.ChatCancel
+	26, // 21: inference.v1.ChatTurn.messages:type_name -> inference.v1.ChatMessage
+	10, // 22: inference.v1.ChatTurn.sampling:type_name -> inference.v1.SamplingParams
+	11, // 23: inference.v1.ChatTurn.stopping:type_name -> inference.v1.StoppingCriteria
+	12, // 24: inference.v1.ChatTurn.logprobs:type_name -> inference.v1.LogprobOptions
 	2,  // 25: inference.v1.ChatTurn.truncation:type_name -> inference.v1.Truncation
-	5,  // 26: inference.v1.ChatTurn.response_format:type_name -> inference.v1.ResponseFormat
-	22, // 27: inference.v1.ChatTurn.tools:type_name -> inference.v1.Tool
-	23, // 28: inference.v1.ChatTurn.tool_choice:type_name -> inference.v1.ToolChoice
+	6,  // 26: inference.v1.ChatTurn.response_format:type_name -> inference.v1.ResponseFormat
+	23, // 27: inference.v1.ChatTurn.tools:type_name -> inference.v1.Tool
+	24, // 28: inference.v1.ChatTurn.tool_choice:type_name -> inference.v1.ToolChoice
 	1,  // 29: inference.v1.ToolChoice.mode:type_name -> inference.v1.ToolChoiceMode
 	3,  // 30: inference.v1.ChatMessage.role:type_name -> inference.v1.Role
-	26, // 31: inference.v1.ChatMessage.tool_calls:type_name -> inference.v1.ToolCall
-	13, // 32: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
-	17, // 33: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
-	29, // 34: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
-	28, // 35: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
-	38, // 36: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
-	39, // 37: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
-	36, // 38: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
-	37, // 39: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
-	4,  // 40: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
-	20, // 41: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
-	30, // 42: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
-	32, // 43: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
-	34, // 44: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
-	12, // 45: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
-	27, // 46: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
-	31, // 47: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
-	33, // 48: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
-	35, // 49: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
-	45, // [45:50] is the sub-list for method output_type
-	40, // [40:45] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	27, // 31: inference.v1.ChatMessage.tool_calls:type_name -> inference.v1.ToolCall
+	14, // 32: inference.v1.ChatResponse.chunk:type_name -> inference.v1.Chunk
+	18, // 33: inference.v1.ChatResponse.final:type_name -> inference.v1.Final
+	30, // 34: inference.v1.ChatResponse.error:type_name -> inference.v1.TurnError
+	29, // 35: inference.v1.ChatResponse.load_report:type_name -> inference.v1.LoadReport
+	43, // 36: inference.v1.LoadReport.named_metrics:type_name -> inference.v1.LoadReport.NamedMetricsEntry
+	44, // 37: inference.v1.TurnError.metadata:type_name -> inference.v1.TurnError.MetadataEntry
+	41, // 38: inference.v1.GetModelInfoResponse.tensor_types:type_name -> inference.v1.TensorTypeCount
+	42, // 39: inference.v1.GetModelInfoResponse.kv_cache:type_name -> inference.v1.KVCacheInfo
+	4,  // 40: inference.v1.GetModelInfoResponse.pooling:type_name -> inference.v1.Pooling
+	38, // 41: inference.v1.EmbedRequest.inputs:type_name -> inference.v1.EmbedInput
+	9,  // 42: inference.v1.EmbedInput.token_ids:type_name -> inference.v1.TokenIds
+	40, // 43: inference.v1.EmbedResponse.embeddings:type_name -> inference.v1.Embedding
+	4,  // 44: inference.v1.EmbedResponse.pooling:type_name -> inference.v1.Pooling
+	5,  // 45: inference.v1.InferenceService.Generate:input_type -> inference.v1.GenerateRequest
+	21, // 46: inference.v1.InferenceService.Chat:input_type -> inference.v1.ChatRequest
+	31, // 47: inference.v1.InferenceService.Tokenize:input_type -> inference.v1.TokenizeRequest
+	33, // 48: inference.v1.InferenceService.Detokenize:input_type -> inference.v1.DetokenizeRequest
+	35, // 49: inference.v1.InferenceService.GetModelInfo:input_type -> inference.v1.GetModelInfoRequest
+	37, // 50: inference.v1.InferenceService.Embed:input_type -> inference.v1.EmbedRequest
+	13, // 51: inference.v1.InferenceService.Generate:output_type -> inference.v1.GenerateResponse
+	28, // 52: inference.v1.InferenceService.Chat:output_type -> inference.v1.ChatResponse
+	32, // 53: inference.v1.InferenceService.Tokenize:output_type -> inference.v1.TokenizeResponse
+	34, // 54: inference.v1.InferenceService.Detokenize:output_type -> inference.v1.DetokenizeResponse
+	36, // 55: inference.v1.InferenceService.GetModelInfo:output_type -> inference.v1.GetModelInfoResponse
+	39, // 56: inference.v1.InferenceService.Embed:output_type -> inference.v1.EmbedResponse
+	51, // [51:57] is the sub-list for method output_type
+	45, // [45:51] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_inference_v1_inference_service_proto_init() }
@@ -3446,13 +3849,17 @@ func file_inference_v1_inference_service_proto_init() {
 		(*ChatResponse_Final)(nil),
 		(*ChatResponse_Error)(nil),
 	}
+	file_inference_v1_inference_service_proto_msgTypes[33].OneofWrappers = []any{
+		(*EmbedInput_Text)(nil),
+		(*EmbedInput_TokenIds)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_v1_inference_service_proto_rawDesc), len(file_inference_v1_inference_service_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   36,
+			NumEnums:      5,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	InferenceService_Tokenize_FullMethodName     = "/inference.v1.InferenceService/Tokenize"
 	InferenceService_Detokenize_FullMethodName   = "/inference.v1.InferenceService/Detokenize"
 	InferenceService_GetModelInfo_FullMethodName = "/inference.v1.InferenceService/GetModelInfo"
+	InferenceService_Embed_FullMethodName        = "/inference.v1.InferenceService/Embed"
 )
 
 // InferenceServiceClient is the client API for InferenceService service.
@@ -73,6 +74,15 @@ type InferenceServiceClient interface {
 	Detokenize(ctx context.Context, in *DetokenizeRequest, opts ...grpc.CallOption) (*DetokenizeResponse, error)
 	// GetModelInfo describes the loaded model and the backend serving it.
 	GetModelInfo(ctx context.Context, in *GetModelInfoRequest, opts ...grpc.CallOption) (*GetModelInfoResponse, error)
+	// Embed returns one vector per input: the model's final hidden states of
+	// the input's tokens (the last layer's output after the output norm, what
+	// the LM head would multiply), pooled into one vector (the mean, the last
+	// token's or the first token's: the model file's pooling_type when it has
+	// one, else the server's choice) and scaled to unit L2 norm. The inputs
+	// run as prompt-only sequences in the same batches as generation. A server
+	// whose backend computes no hidden states answers FAILED_PRECONDITION /
+	// NO_EMBEDDINGS.
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
 }
 
 type inferenceServiceClient struct {
@@ -145,6 +155,16 @@ func (c *inferenceServiceClient) GetModelInfo(ctx context.Context, in *GetModelI
 	return out, nil
 }
 
+func (c *inferenceServiceClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, InferenceService_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InferenceServiceServer is the server API for InferenceService service.
 // All implementations must embed UnimplementedInferenceServiceServer
 // for forward compatibility.
@@ -177,6 +197,15 @@ type InferenceServiceServer interface {
 	Detokenize(context.Context, *DetokenizeRequest) (*DetokenizeResponse, error)
 	// GetModelInfo describes the loaded model and the backend serving it.
 	GetModelInfo(context.Context, *GetModelInfoRequest) (*GetModelInfoResponse, error)
+	// Embed returns one vector per input: the model's final hidden states of
+	// the input's tokens (the last layer's output after the output norm, what
+	// the LM head would multiply), pooled into one vector (the mean, the last
+	// token's or the first token's: the model file's pooling_type when it has
+	// one, else the server's choice) and scaled to unit L2 norm. The inputs
+	// run as prompt-only sequences in the same batches as generation. A server
+	// whose backend computes no hidden states answers FAILED_PRECONDITION /
+	// NO_EMBEDDINGS.
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
 	mustEmbedUnimplementedInferenceServiceServer()
 }
 
@@ -201,6 +230,9 @@ func (UnimplementedInferenceServiceServer) Detokenize(context.Context, *Detokeni
 }
 func (UnimplementedInferenceServiceServer) GetModelInfo(context.Context, *GetModelInfoRequest) (*GetModelInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetModelInfo not implemented")
+}
+func (UnimplementedInferenceServiceServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
 }
 func (UnimplementedInferenceServiceServer) mustEmbedUnimplementedInferenceServiceServer() {}
 func (UnimplementedInferenceServiceServer) testEmbeddedByValue()                          {}
@@ -295,6 +327,24 @@ func _InferenceService_GetModelInfo_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _InferenceService_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InferenceServiceServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InferenceService_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InferenceServiceServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // InferenceService_ServiceDesc is the grpc.ServiceDesc for InferenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -313,6 +363,10 @@ var InferenceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetModelInfo",
 			Handler:    _InferenceService_GetModelInfo_Handler,
+		},
+		{
+			MethodName: "Embed",
+			Handler:    _InferenceService_Embed_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
