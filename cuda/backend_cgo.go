@@ -502,6 +502,13 @@ func (b *Backend) step(seqs []batch.SeqStep, want func(int) bool) (stepPlan, err
 	if ok, why := b.dev.Healthy(); !ok {
 		return stepPlan{}, fmt.Errorf("%w: %s", ErrUnhealthy, why)
 	}
+	for _, s := range seqs {
+		if s.Hidden != nil {
+			// It implements no batch.HiddenStates, so the engine and the
+			// scheduler never send such a row; say so if one comes.
+			return stepPlan{}, fmt.Errorf("cuda: sequence %d asks for hidden states (embeddings), which the CUDA backend does not compute", s.Seq)
+		}
+	}
 	p, err := b.planStep(seqs, want)
 	if err != nil || p.T == 0 {
 		return p, err
