@@ -77,6 +77,7 @@ func apiErrorOf(err error) apiError {
 	var fe *frontdoor.FieldError
 	var ie *frontdoor.InputError
 	var de *frontdoor.DimensionsError
+	var ue *frontdoor.UTF8Error
 	invalid := func(param, code string) {
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", nullable(param), nullable(code)
 	}
@@ -117,6 +118,8 @@ func apiErrorOf(err error) apiError {
 		invalid(fe.Field, "invalid_value")
 	case errors.As(err, &te):
 		invalid("messages", "invalid_value")
+	case errors.As(err, &ue):
+		invalid(ue.Field, "invalid_value")
 	case errors.As(err, &mbe):
 		e.status, e.Type, e.Code = http.StatusRequestEntityTooLarge, "invalid_request_error", nullable("request_too_large")
 		e.Message = "request body over " + strconv.FormatInt(mbe.Limit, 10) + " bytes"

@@ -65,6 +65,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.Handle("POST /v1/completions", h.authed(h.completions))
 	h.mux.Handle("POST /v1/chat/completions", h.authed(h.chatCompletions))
 	h.mux.Handle("POST /v1/embeddings", h.authed(h.embeddings))
+	h.mux.Handle("POST /tokenize", h.authed(h.tokenize))
+	h.mux.Handle("POST /detokenize", h.authed(h.detokenize))
 	h.root = h.observe(h.mux)
 	return h, nil
 }
@@ -405,6 +407,18 @@ func (h *Handler) logUser(r *http.Request, user string) {
 // tokens; bytes bounded before tokenizing; a prompt over the context
 // refused).
 func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *frontdoor.ToolSpec, v chat.Vars) ([]int32, error) {
+	msgs, err := chatMessages(in)
+	if err != nil {
+		return nil, err
+	}
+	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
+	return prompt, err
+}
+
+// chatMessages checks the messages' wire shape and their tool calls and
+// results (frontdoor.CheckToolMessages) and turns them into the messages
+// the template renders.
+func chatMessages(in []chatMessage) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
 	}
@@ -440,8 +454,7 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *front
 	if err := frontdoor.CheckToolMessages(msgs, 0); err != nil {
 		return nil, err
 	}
-	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
-	return prompt, err
+	return msgs, nil
 }
 
 // LoadingHandler answers while the model loads: /health 503, every other

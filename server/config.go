@@ -26,9 +26,9 @@ type Scheduler interface {
 
 var _ Scheduler = (*scheduler.Scheduler)(nil)
 
-// Tokenizer turns token ids back into text (Detokenize) and tells the
-// vocabulary's size (GetModelInfo); *tokenizer.Tokenizer implements it.
-// Tokenizing is the Door's.
+// Tokenizer tells the vocabulary's size (GetModelInfo);
+// *tokenizer.Tokenizer implements it. Tokenizing and detokenizing are the
+// Door's.
 type Tokenizer interface {
 	Decode(ids []int32) string
 	VocabSize() int
@@ -65,7 +65,8 @@ type Config struct {
 	// structured output, request ids and logging, following a stream and
 	// the per-request metrics. Required; its Limits are Scheduler's.
 	Door *frontdoor.Door
-	// Tokenizer decodes token ids (Detokenize). Required.
+	// Tokenizer tells the vocabulary's size (Info.VocabSize's default).
+	// Required.
 	Tokenizer Tokenizer
 	// ChatFallback is empty when the Door's chat template is the model's
 	// own, else the name of the fallback it is ("chatml", a file);

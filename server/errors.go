@@ -114,6 +114,7 @@ func toStatus(err error) *status.Status {
 		fe *frontdoor.FieldError
 		ie *frontdoor.InputError
 		de *frontdoor.DimensionsError
+		ue *frontdoor.UTF8Error
 	)
 	switch {
 	case errors.As(err, &re):
@@ -135,6 +136,9 @@ func toStatus(err error) *status.Status {
 		code, reason = codes.InvalidArgument, ReasonInvalidUTF8
 		meta = map[string]string{"field": wireField(xe.Field)}
 		msg = fmt.Sprintf("%s: string %d is not valid UTF-8", wireField(xe.Field), xe.Index)
+	case errors.As(err, &ue):
+		code, reason = codes.InvalidArgument, ReasonInvalidUTF8
+		meta = map[string]string{"field": wireField(ue.Field)}
 	case errors.As(err, &pe):
 		code, reason = codes.InvalidArgument, ReasonInvalidParameter
 		meta = map[string]string{"field": wireField(pe.Field)}

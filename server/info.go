@@ -3,37 +3,28 @@ package server
 import (
 	"context"
 	"sort"
-	"unicode/utf8"
-
-	"google.golang.org/grpc/codes"
 
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 )
 
-// Tokenize implements InferenceService.Tokenize.
+// Tokenize implements InferenceService.Tokenize (the Door's Tokenize, as
+// every door's tokenize endpoint).
 func (s *Server) Tokenize(ctx context.Context, req *inferencev1.TokenizeRequest) (*inferencev1.TokenizeResponse, error) {
-	if !utf8.ValidString(req.GetText()) {
-		return nil, s.refuse(reqErr(codes.InvalidArgument, ReasonInvalidUTF8, "text", "not valid UTF-8"))
-	}
-	if err := s.door.CheckPromptBytes("text", len(req.GetText())); err != nil {
-		return nil, s.refuse(err)
-	}
-	ids, err := s.door.Encode(ctx, req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
+	ids, err := s.door.Tokenize(ctx, "text", req.GetText(), req.GetAddSpecialTokens(), req.GetParseSpecial())
 	if err != nil {
 		return nil, s.refuse(err)
 	}
 	return &inferencev1.TokenizeResponse{TokenIds: ids}, nil
 }
 
-// Detokenize implements InferenceService.Detokenize.
+// Detokenize implements InferenceService.Detokenize (the Door's
+// Detokenize).
 func (s *Server) Detokenize(_ context.Context, req *inferencev1.DetokenizeRequest) (*inferencev1.DetokenizeResponse, error) {
-	for _, t := range req.GetTokenIds() {
-		if t < 0 || int(t) >= s.cfg.Info.VocabSize {
-			return nil, Status(reqErr(codes.InvalidArgument, ReasonTokenOutOfRange, "token_ids",
-				"token id %d outside the vocabulary [0, %d)", t, s.cfg.Info.VocabSize))
-		}
+	text, err := s.door.Detokenize("token_ids", req.GetTokenIds())
+	if err != nil {
+		return nil, Status(err)
 	}
-	return &inferencev1.DetokenizeResponse{Text: s.cfg.Tokenizer.Decode(req.GetTokenIds())}, nil
+	return &inferencev1.DetokenizeResponse{Text: text}, nil
 }
 
 // GetModelInfo implements InferenceService.GetModelInfo. The context

@@ -120,6 +120,19 @@ func TooLong(err error) bool {
 // refusing them when they do not fit (bytes before tokenizing, then
 // tokens).
 func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars, rw rewrite) ([]int32, error) {
+	prompt, err := d.chatRender(ctx, msgs, v, rw, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.cfg.Limits.CheckPrompt(len(prompt)); err != nil {
+		return nil, err
+	}
+	return prompt, nil
+}
+
+// chatRender renders and tokenizes msgs (rewritten by rw, when not nil),
+// their bytes bounded before tokenizing; the tokens are not bounded.
+func (d *Door) chatRender(ctx context.Context, msgs []chat.Message, v chat.Vars, rw rewrite, addGenerationPrompt bool) ([]int32, error) {
 	if rw != nil {
 		msgs, v = rw(msgs, v)
 	}
@@ -142,11 +155,11 @@ func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars, rw
 	var parts []chat.Segment
 	var err error
 	if vr, ok := d.cfg.Chat.(varsRenderer); ok {
-		parts, err = vr.RenderSegmentsVars(msgs, true, v)
+		parts, err = vr.RenderSegmentsVars(msgs, addGenerationPrompt, v)
 	} else if v.Tools != nil || v.EnableThinking != nil || v.ReasoningEffort != "" || v.Extra != nil {
 		return nil, errors.New("frontdoor: the chat renderer takes no template variables")
 	} else {
-		parts, err = d.cfg.Chat.RenderSegments(msgs, true)
+		parts, err = d.cfg.Chat.RenderSegments(msgs, addGenerationPrompt)
 	}
 	if err != nil {
 		return nil, &TemplateError{Err: err}
@@ -168,9 +181,6 @@ func (d *Door) chatTry(ctx context.Context, msgs []chat.Message, v chat.Vars, rw
 	}
 	if bt, ok := d.cfg.Tokenizer.(bosTokenizer); ok && bt.AddBOS() && (len(prompt) == 0 || prompt[0] != bt.BOS()) {
 		prompt = append([]int32{bt.BOS()}, prompt...)
-	}
-	if err := d.cfg.Limits.CheckPrompt(len(prompt)); err != nil {
-		return nil, err
 	}
 	return prompt, nil
 }

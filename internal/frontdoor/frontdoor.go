@@ -31,12 +31,17 @@ const (
 	FieldChatPrompt   = "messages"         // the rendered chat prompt
 )
 
-// Tokenizer turns text into token ids; *tokenizer.Tokenizer implements it.
+// Tokenizer turns text into token ids and back; *tokenizer.Tokenizer
+// implements it.
 type Tokenizer interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
 	// EncodeSegments tokenizes the concatenated segments, recognising
 	// control-token text only in segments with ParseSpecial set.
 	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
+	// Decode is the text of ids, each in [0, VocabSize()).
+	Decode(ids []int32) string
+	// VocabSize is the number of token ids.
+	VocabSize() int
 }
 
 // bosTokenizer is optionally implemented by a Tokenizer whose model wants

@@ -34,6 +34,18 @@ func (t byteTok) EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int
 	return ids
 }
 
+func (byteTok) Decode(ids []int32) string {
+	b := make([]byte, 0, len(ids))
+	for _, id := range ids {
+		if id >= 3 {
+			b = append(b, byte(id-3))
+		}
+	}
+	return string(b)
+}
+
+func (byteTok) VocabSize() int { return 3 + 256 }
+
 func (byteTok) BOS() int32   { return 1 }
 func (byteTok) AddBOS() bool { return true }
 

@@ -247,18 +247,24 @@ func CheckToolMessages(msgs []chat.Message, from int) error {
 // rewritten ones: a door keeps them as the conversation. v.Tools must be
 // nil (the tools are s's).
 func (d *Door) ChatPromptTools(ctx context.Context, msgs []chat.Message, keep int, trunc Truncation, v chat.Vars, s *ToolSpec) ([]chat.Message, []int32, error) {
+	return d.chatPrompt(ctx, msgs, keep, trunc, v, d.toolRewrite(s))
+}
+
+// toolRewrite renders the tools of s (nil: none) and a conversation's
+// calls and results for the Door's template (see ChatPromptTools).
+func (d *Door) toolRewrite(s *ToolSpec) rewrite {
 	var defs []json.RawMessage
 	if s.Parse() {
 		defs = s.Defs
 	}
 	native := d.tools.Native
-	return d.chatPrompt(ctx, msgs, keep, trunc, v, func(msgs []chat.Message, v chat.Vars) ([]chat.Message, chat.Vars) {
+	return func(msgs []chat.Message, v chat.Vars) ([]chat.Message, chat.Vars) {
 		if native {
 			v.Tools = defs
 			return msgs, v
 		}
 		return GenericToolMessages(msgs, defs), v
-	})
+	}
 }
 
 // ToolConstraint is the grammar of tool choice required or named (nil for
@@ -306,13 +312,6 @@ func (d *Door) ToolConstraint(s *ToolSpec) (sample.Constraint, error) {
 	return c, err
 }
 
-// textDecoder is optionally implemented by a Tokenizer that turns ids back
-// into text (*tokenizer.Tokenizer does): NewReply reads the prompt's end
-// with it.
-type textDecoder interface {
-	Decode(ids []int32) string
-}
-
 // Reply is one reply read by a toolcall.Parser in the Door's format:
 // content, reasoning and tool calls, as a door's goroutine assembles them
 // (not safe for concurrent use).
@@ -343,11 +342,23 @@ func (d *Door) NewReply(s *ToolSpec, prompt []int32) *Reply {
 		return nil
 	}
 	opts := toolcall.Options{Tools: s.Tools}
-	if td, ok := d.cfg.Tokenizer.(textDecoder); ok && s.Choice == ToolChoiceAuto {
-		tail := prompt[max(0, len(prompt)-16):]
-		opts.InReasoning = toolcall.OpensReasoning(d.tools.Format, td.Decode(tail))
+	if s.Choice == ToolChoiceAuto {
+		opts.InReasoning = d.OpensReasoning(prompt)
 	}
 	return &Reply{p: toolcall.NewParser(d.tools.Format, opts)}
+}
+
+// reasoningTail is how many of a prompt's last tokens OpensReasoning
+// reads: enough for any format's opening marker and the whitespace after.
+const reasoningTail = 16
+
+// OpensReasoning reports whether a rendered chat prompt leaves the reply
+// inside a reasoning block (toolcall.OpensReasoning in the Door's format:
+// QwQ, the R1 distills, Qwen3 with thinking forced on), so that a reply's
+// parser starts in reasoning.
+func (d *Door) OpensReasoning(prompt []int32) bool {
+	tail := prompt[max(0, len(prompt)-reasoningTail):]
+	return toolcall.OpensReasoning(d.tools.Format, d.cfg.Tokenizer.Decode(tail))
 }
 
 // Push feeds the text of an event (written by tokens tokens) and returns
