@@ -66,7 +66,7 @@ type fixture struct {
 // newFixture serves stories260K (its chat template) on the CPU runtime:
 // the OpenAI door with this door mounted on its mux, as cmd/weft wires
 // them, one Door for both.
-func newFixture(t *testing.T, gated bool) *fixture {
+func newFixture(t *testing.T, gated bool, opts ...func(*frontdoor.Config, *Config)) *fixture {
 	t.Helper()
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -103,23 +103,29 @@ func newFixture(t *testing.T, gated bool) *fixture {
 	}()
 	t.Cleanup(func() { cancel(); <-runDone })
 	reg := prometheus.NewRegistry()
-	door, err := frontdoor.New(frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(),
-		Registry: reg, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := openai.New(openai.Config{Scheduler: sched, Door: door, Tokenizer: m.Tok, ModelNames: []string{m.Name},
-		AuthToken: testToken, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Config{Scheduler: sched, Door: door, ModelNames: []string{m.Name}, AuthToken: testToken,
+	dcfg := frontdoor.Config{Tokenizer: m.Tok, Chat: chat.Default(), Limits: sched.Limits(),
+		Registry: reg, Logger: slog.New(slog.DiscardHandler)}
+	cfg := Config{Scheduler: sched, ModelNames: []string{m.Name}, AuthToken: testToken,
 		onFinal: func(fin *scheduler.Final) {
 			select {
 			case f.finals <- fin:
 			default:
 			}
-		}})
+		}}
+	for _, o := range opts {
+		o(&dcfg, &cfg)
+	}
+	door, err := frontdoor.New(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Door = door
+	api, err := openai.New(openai.Config{Scheduler: sched, Door: door, Tokenizer: m.Tok, ModelNames: []string{m.Name},
+		AuthToken: testToken, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +307,9 @@ func TestErrors(t *testing.T) {
 		{"bearer token instead of x-api-key", f.params(8),
 			[]option.RequestOption{option.WithHeaderDel("x-api-key"), option.WithHeader("Authorization", "Bearer "+testToken), option.WithJSONSet("top_k", -3)},
 			want{400, "invalid_request_error", "top_k"}},
-		{"tools refused, not dropped", f.params(8),
-			[]option.RequestOption{option.WithJSONSet("tools", []map[string]any{{"name": "f", "input_schema": map[string]any{"type": "object"}}})},
-			want{400, "invalid_request_error", "tool use on /v1/messages is not served yet"}},
-		{"tool_result block refused", f.params(8),
+		{"tool_result without its tool_use", f.params(8),
 			[]option.RequestOption{option.WithJSONSet("messages", []map[string]any{{"role": "user", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "x", "content": "y"}}}})},
-			want{400, "invalid_request_error", "messages[0].content[0].type"}},
+			want{400, "invalid_request_error", "messages[0].content[0].tool_use_id"}},
 		{"bad role", f.params(8),
 			[]option.RequestOption{option.WithJSONSet("messages", []map[string]any{{"role": "system", "content": "hi"}})},
 			want{400, "invalid_request_error", "messages[0].role"}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weft-inference/weft/internal/frontdoor"
@@ -67,6 +68,8 @@ func apiErrorOf(err error) apiError {
 	var pe *sample.ParamError
 	var be *frontdoor.BytesError
 	var xe *scheduler.TextError
+	var fe *frontdoor.FieldError
+	var me *frontdoor.MarkupError
 	invalid := func(msg string) {
 		e.status, e.Type, e.Message = http.StatusBadRequest, "invalid_request_error", msg
 	}
@@ -81,6 +84,12 @@ func apiErrorOf(err error) apiError {
 		invalid(wireField(pe.Field) + ": " + pe.Msg)
 	case errors.As(err, &be):
 		invalid(wireField(be.Field) + ": " + be.Detail())
+	case errors.As(err, &fe):
+		invalid(toolField(fe.Field) + ": " + fe.Msg)
+	case errors.As(err, &me):
+		// Its field counts the messages the template renders (the system
+		// prompt and each tool_result are messages of their own there).
+		invalid(markupField(me.Field) + ": " + me.Detail())
 	case errors.As(err, new(*frontdoor.TemplateError)):
 		invalid("messages: " + err.Error())
 	case errors.As(err, &mbe):
@@ -100,6 +109,16 @@ func apiErrorOf(err error) apiError {
 		e.status, e.Type = 499, "invalid_request_error"
 	}
 	return e
+}
+
+// markupField names a frontdoor.MarkupError's field on this wire: a tool
+// definition's index is the request's; a message's is the rendered
+// conversation's, so it is named as the messages as a whole.
+func markupField(f string) string {
+	if strings.HasPrefix(f, "tools[") {
+		return f
+	}
+	return "messages (a tool_use's id, name or input, or a tool_result's tool_use_id)"
 }
 
 // wireField renames the owners' neutral field names to this wire's.

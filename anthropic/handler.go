@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weft-inference/weft/internal/frontdoor"
+	"github.com/weft-inference/weft/runtime/chat"
 	"github.com/weft-inference/weft/runtime/sample"
 	"github.com/weft-inference/weft/scheduler"
 )
@@ -51,6 +52,9 @@ type Config struct {
 
 	// onFinal, if set, is called with every request's Final (tests).
 	onFinal func(f *scheduler.Final)
+	// seed, if set, gives every request's sampling seed (tests); else each
+	// request gets a random one (the Door's).
+	seed func() uint64
 }
 
 func (c *Config) validate() error {
@@ -152,9 +156,20 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*messagesReque
 	return decodeRequest(body)
 }
 
-// prompt checks the model and the conversation and renders it through the
-// Door (contents as plain text, bytes bounded, over the context refused).
-func (h *Handler) prompt(ctx context.Context, req *messagesRequest) ([]int32, error) {
+// turn is a request's prompt and how its reply is read.
+type turn struct {
+	prompt   []int32
+	tools    *frontdoor.ToolSpec // nil: no tools
+	thinking thinking
+	// reasoning: the reply is read for reasoning even without tools
+	// (thinking is on, or the prompt opened the reasoning block).
+	reasoning bool
+}
+
+// prompt checks the model, the tools, thinking and the conversation and
+// renders them through the Door (contents as plain text, bytes bounded,
+// over the context refused).
+func (h *Handler) prompt(ctx context.Context, req *messagesRequest) (*turn, error) {
 	if !slices.Contains(h.cfg.ModelNames, req.Model) {
 		return nil, &requestError{status: http.StatusNotFound, typ: "not_found_error",
 			msg: fmt.Sprintf("model: %q does not exist; this server serves %q", req.Model, h.cfg.ModelNames)}
@@ -162,12 +177,26 @@ func (h *Handler) prompt(ctx context.Context, req *messagesRequest) ([]int32, er
 	if !h.door.HasChat() {
 		return nil, errNoChatTemplate
 	}
+	tools, err := h.toolSpecOf(req)
+	if err != nil {
+		return nil, err
+	}
+	var v chat.Vars
+	th, err := thinkingOf(req, &v)
+	if err != nil {
+		return nil, err
+	}
 	msgs, err := conversation(req)
 	if err != nil {
 		return nil, err
 	}
-	_, prompt, err := h.door.ChatPrompt(ctx, msgs, 0, frontdoor.Reject)
-	return prompt, err
+	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
+	if err != nil {
+		return nil, err
+	}
+	t := &turn{prompt: prompt, tools: tools, thinking: th}
+	t.reasoning = th.on || !tools.Forced() && h.door.OpensReasoning(prompt)
+	return t, nil
 }
 
 func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
@@ -176,12 +205,12 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	prompt, err := h.prompt(r.Context(), req)
+	t, err := h.prompt(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, countTokensResponse{InputTokens: len(prompt)})
+	writeJSON(w, countTokensResponse{InputTokens: len(t.prompt)})
 }
 
 // f32 is an optional float parameter as the sampler takes it (def when
@@ -199,9 +228,12 @@ func f32(param string, v *float64, def float32) (float32, error) {
 // request builds the scheduler request. max_tokens is required, as
 // Anthropic requires it; every range is the scheduler's or the sampler's
 // (Submit checks them).
-func (h *Handler) request(id string, prompt []int32, req *messagesRequest) (scheduler.Request, error) {
+func (h *Handler) request(id string, t *turn, req *messagesRequest) (scheduler.Request, error) {
 	if req.MaxTokens == nil {
 		return scheduler.Request{}, badParam("max_tokens", "is required")
+	}
+	if t.thinking.budget > 0 && t.thinking.budget >= *req.MaxTokens {
+		return scheduler.Request{}, badParam("thinking.budget_tokens", "%d must be less than max_tokens (%d)", t.thinking.budget, *req.MaxTokens)
 	}
 	var sp sample.Params
 	var err error
@@ -215,7 +247,14 @@ func (h *Handler) request(id string, prompt []int32, req *messagesRequest) (sche
 	if req.TopK != nil {
 		sp.TopK = *req.TopK
 	}
-	return h.door.Request(id, prompt, frontdoor.Options{Sampling: sp, MaxTokens: req.MaxTokens, StopStrings: req.StopSequences}), nil
+	if sp.Constraint, err = h.door.ToolConstraint(t.tools); err != nil {
+		return scheduler.Request{}, err
+	}
+	o := frontdoor.Options{Sampling: sp, MaxTokens: req.MaxTokens, StopStrings: req.StopSequences}
+	if h.cfg.seed != nil {
+		o.Sampling.Seed, o.SeedSet = h.cfg.seed(), true
+	}
+	return h.door.Request(id, t.prompt, o), nil
 }
 
 // newID makes a message id ("msg_" and 24 hex digits).
@@ -266,13 +305,13 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel() // the client left or the handler returned: the sequence is cancelled
-	prompt, err := h.prompt(ctx, req)
+	t, err := h.prompt(ctx, req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	id := newID()
-	sr, err := h.request(id, prompt, req)
+	sr, err := h.request(id, t, req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -307,17 +346,29 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	})
 	out := &writer{ctx: ctx, w: w, rc: http.NewResponseController(w), stall: h.door.SendStallTimeout(), log: h.log}
 	defer out.rc.SetWriteDeadline(time.Time{})
-	msg := messageResponse{ID: id, Type: "message", Role: "assistant", Content: []textBlock{}, Model: req.Model,
-		Usage: usage{InputTokens: len(prompt)}}
+	msg := messageResponse{ID: id, Type: "message", Role: "assistant", Content: []contentBlock{}, Model: req.Model,
+		Usage: usage{InputTokens: len(t.prompt)}}
+	var send func(string, any) error
+	if req.Stream {
+		send = out.event
+	}
+	bs := newBlocks(send)
+	reply := h.door.NewReply(t.tools, t.prompt, frontdoor.ReplyOptions{Reasoning: t.reasoning, NewID: newToolUseID})
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
-		if out.event("message_start", messageStartEvent{Type: "message_start", Message: msg}) != nil ||
-			out.event("content_block_start", contentBlockStartEvent{Type: "content_block_start", ContentBlock: textBlock{Type: "text"}}) != nil ||
-			out.event("ping", typeEvent{Type: "ping"}) != nil {
+		if out.event("message_start", messageStartEvent{Type: "message_start", Message: msg}) != nil {
 			return
 		}
+	}
+	// A reply read as plain text is one text block, open from the start
+	// (a parsed one opens each block when its first event comes).
+	if reply == nil && bs.start(contentBlock{Type: "text"}) != nil {
+		return
+	}
+	if req.Stream && out.event("ping", typeEvent{Type: "ping"}) != nil {
+		return
 	}
 	fail := func(err error) {
 		if req.Stream {
@@ -326,7 +377,6 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 		}
 	}
-	var text strings.Builder
 	for {
 		var u update
 		select {
@@ -340,14 +390,20 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 			fail(u.err)
 			return
 		}
-		if u.ev.Text != "" {
-			text.WriteString(u.ev.Text)
-			if req.Stream && out.event("content_block_delta", contentBlockDeltaEvent{Type: "content_block_delta",
-				Delta: textDelta{Type: "text_delta", Text: u.ev.Text}}) != nil {
-				return
-			}
-		}
 		f := u.ev.Final
+		if reply != nil {
+			evs := reply.Push(u.ev.Text, len(u.ev.Tokens))
+			if f != nil {
+				evs = append(evs, reply.Finish()...)
+			}
+			for _, ev := range evs {
+				if bs.apply(ev) != nil {
+					return
+				}
+			}
+		} else if bs.text("text", u.ev.Text) != nil {
+			return
+		}
 		if f == nil {
 			continue
 		}
@@ -356,9 +412,23 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 			fail(finalErr(f))
 			return
 		}
+		if reply != nil {
+			calls, err := reply.Outcome(f)
+			if err != nil {
+				h.log.WarnContext(ctx, "anthropic: malformed tool call", "err", err)
+				fail(err)
+				return
+			}
+			if calls {
+				reason, seq = "tool_use", nil
+			}
+		}
+		if bs.close() != nil {
+			return
+		}
 		us := usage{InputTokens: f.PromptTokens, OutputTokens: f.CompletionTokens, CacheReadInputTokens: f.CachedTokens}
 		if !req.Stream {
-			msg.Content = []textBlock{{Type: "text", Text: text.String()}}
+			msg.Content = bs.content()
 			msg.StopReason, msg.StopSequence, msg.Usage = &reason, seq, us
 			b, err := json.Marshal(msg)
 			if err != nil {
@@ -371,8 +441,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		md := messageDeltaEvent{Type: "message_delta", Usage: us}
 		md.Delta.StopReason, md.Delta.StopSequence = &reason, seq
-		if out.event("content_block_stop", indexEvent{Type: "content_block_stop"}) != nil ||
-			out.event("message_delta", md) != nil {
+		if out.event("message_delta", md) != nil {
 			return
 		}
 		out.event("message_stop", typeEvent{Type: "message_stop"})

@@ -146,7 +146,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, j *job) {
 	for i := range choices {
 		choices[i] = &choice{index: i, prompt: i / j.n}
 		if j.tools != nil {
-			choices[i].reply = &reply{h.door.NewReply(j.tools, j.prompts[i/j.n].reqs[0].Prompt)}
+			choices[i].reply = &reply{h.door.NewReply(j.tools, j.prompts[i/j.n].reqs[0].Prompt, frontdoor.ReplyOptions{})}
 		}
 		if j.logprobs.on && j.kind == kindCompletion {
 			choices[i].cmplLP = &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}

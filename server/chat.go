@@ -234,7 +234,7 @@ func (c *chatSession) start(t *inferencev1.ChatTurn) error {
 		return err
 	}
 	rep := &chatReply{st: st, done: make(chan frontdoor.Followed, 1), index: c.next, prev: c.conv,
-		parsed: c.s.door.NewReply(tools, prompt)}
+		parsed: c.s.door.NewReply(tools, prompt, frontdoor.ReplyOptions{})}
 	c.conv = msgs
 	c.next++
 	rep.stalled = c.s.door.Follow(c.ctx, st, c.s.follow(r, time.Now(), rep.done, c.send(rep)))

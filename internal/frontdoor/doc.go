@@ -20,9 +20,12 @@
 //     request's tools (ToolSpec: names, schemas, tool choice), the tool
 //     calls and results of a conversation (CheckToolMessages), their
 //     rendering (ChatPromptTools), the grammar of tool choice required or
-//     named (ToolConstraint) and the parsed reply (Reply: content,
+//     named (ToolConstraint), whether a prompt opens the reasoning block
+//     (OpensReasoning) and the parsed reply (NewReply, Reply: content,
 //     reasoning, calls, the outcome), which each door decodes into and
 //     encodes from its wire;
+//   - tokenize endpoints: Tokenize, Detokenize and ChatTokens, the same
+//     for gRPC Tokenize/Detokenize and HTTP /tokenize, /detokenize;
 //   - a request's defaults: max_tokens, the queue timeout, the seed, and
 //     the seeds of n choices of one prompt (Request, Requests);
 //   - structured output: one compiled-format cache and one vocabulary

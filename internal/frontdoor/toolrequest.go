@@ -16,13 +16,17 @@ import (
 )
 
 // A request's tools, as every door handles them (OpenAI's tools,
-// tool_choice and parallel_tool_calls; the gRPC ChatTurn's tools).
+// tool_choice and parallel_tool_calls; the gRPC ChatTurn's tools;
+// Anthropic's tools and tool_choice auto, any, tool and none, which are
+// ToolChoiceAuto, Required, Named and None).
 //
 // The tools go to the chat template (chat.Vars.Tools) when it renders
 // tools itself (Tools.Native); otherwise a system message describes them
 // and asks for toolcall's generic JSON shape (GenericToolMessages). The
 // reply is read by a toolcall.Parser in the Door's format (Reply) into
-// content, reasoning and tool calls.
+// content, reasoning and tool calls; a door with a place of its own for
+// reasoning (Anthropic's thinking blocks) has the reply read for it even
+// without tools (ReplyOptions.Reasoning).
 //
 // Tool choice:
 //   - ToolChoiceAuto (the default with tools): free decoding, parsed.
@@ -115,6 +119,13 @@ type ToolSpec struct {
 // Parse reports whether the reply is parsed for calls: there are tools
 // and the choice is not none. A nil spec parses nothing.
 func (s *ToolSpec) Parse() bool { return s != nil && len(s.Tools) > 0 && s.Choice != ToolChoiceNone }
+
+// Forced reports whether the grammar makes the reply a call from its
+// first token (ToolChoiceRequired or ToolChoiceNamed). A nil spec forces
+// nothing.
+func (s *ToolSpec) Forced() bool {
+	return s != nil && (s.Choice == ToolChoiceRequired || s.Choice == ToolChoiceNamed)
+}
 
 // ValidToolName reports whether s is a function name OpenAI accepts (and
 // the parsers read as one): 1 to 64 letters, digits, '_', '-', '.' or ':'.
@@ -271,7 +282,7 @@ func (d *Door) toolRewrite(s *ToolSpec) rewrite {
 // any other choice, and for formats without a call syntax), compiled
 // through the Door's cache.
 func (d *Door) ToolConstraint(s *ToolSpec) (sample.Constraint, error) {
-	if s == nil || (s.Choice != ToolChoiceRequired && s.Choice != ToolChoiceNamed) {
+	if !s.Forced() {
 		return nil, nil
 	}
 	tools, parallel := s.Tools, s.Parallel
@@ -332,17 +343,31 @@ type replyCall struct {
 	done     bool // its CallEnd came: the arguments are complete and parse
 }
 
-// NewReply is the reader of a reply to prompt under s, or nil when s
-// parses nothing (ToolSpec.Parse). A prompt that opens the reasoning block
-// (QwQ, the R1 distills: toolcall.OpensReasoning) starts the reply in it;
-// not under required or a named tool, whose grammar makes the reply a call
-// from its first token.
-func (d *Door) NewReply(s *ToolSpec, prompt []int32) *Reply {
-	if !s.Parse() {
+// ReplyOptions are what a door asks of a reply's reader beside its tools.
+type ReplyOptions struct {
+	// Reasoning reads the reply for reasoning even when s parses no calls:
+	// the door has a place of its own for reasoning (Anthropic's thinking
+	// blocks) and the request asked for it or the prompt opened it. The
+	// parser then still reads a call the model writes.
+	Reasoning bool
+	// NewID makes call ids; nil: toolcall's ("call_..."), OpenAI's shape.
+	NewID func() string
+}
+
+// NewReply is the reader of a reply to prompt under s, or nil when
+// nothing is read: s parses nothing (ToolSpec.Parse) and o.Reasoning is
+// unset. A prompt that opens the reasoning block (QwQ, the R1 distills:
+// OpensReasoning) starts the reply in it; not under required or a named
+// tool, whose grammar makes the reply a call from its first token.
+func (d *Door) NewReply(s *ToolSpec, prompt []int32, o ReplyOptions) *Reply {
+	if !s.Parse() && !o.Reasoning {
 		return nil
 	}
-	opts := toolcall.Options{Tools: s.Tools}
-	if s.Choice == ToolChoiceAuto {
+	opts := toolcall.Options{NewID: o.NewID}
+	if s.Parse() {
+		opts.Tools = s.Tools
+	}
+	if !s.Forced() {
 		opts.InReasoning = d.OpensReasoning(prompt)
 	}
 	return &Reply{p: toolcall.NewParser(d.tools.Format, opts)}
