@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/weft-inference/weft/anthropic"
 	inferencev1 "github.com/weft-inference/weft/api/inference/v1"
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -32,7 +33,8 @@ import (
 
 // doors is one process's worth of front doors: stories260K on the CPU
 // runtime, one scheduler, one Door, the gRPC server (bufconn) and the
-// OpenAI handler (httptest), their metrics in one registry.
+// OpenAI handler (httptest) with the Anthropic handler mounted on it, as
+// cmd/weft wires them, their metrics in one registry.
 type doors struct {
 	tok   interface{ TokenBytes(int32) []byte }
 	reg   *prometheus.Registry
@@ -100,6 +102,14 @@ func newDoors(t *testing.T) *doors {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a, err := anthropic.New(anthropic.Config{Scheduler: sched, Door: door, ModelNames: []string{"m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range anthropic.Routes {
+		h.Mount(p, a)
+	}
+	a.SetServing(true)
 	h.SetServing(true)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
@@ -248,4 +258,203 @@ func delta(before, after map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// chatAnswer is a door's answer to a chat request.
+type chatAnswer struct {
+	Text string
+	// Tokens are the generated tokens' bytes, nil from a door that does
+	// not show them (Anthropic's).
+	Tokens           []string
+	PromptTokens     int
+	CompletionTokens int
+	Finish           string // "length" or "stop"
+}
+
+// chatConv is the conversation every door is sent.
+type chatConv struct {
+	system, user string
+	maxTokens    int
+}
+
+// postJSON posts v to the HTTP doors and decodes the answer into out.
+func (d *doors) postJSON(t *testing.T, path string, v, out any) {
+	t.Helper()
+	body, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(d.http+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: status %d: %s", path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// chatDoors are the doors that take a chat conversation, each asked for a
+// greedy reply. A new door adds its entry.
+var chatDoors = []struct {
+	door string // its metrics' door label
+	ask  func(t *testing.T, d *doors, c chatConv) chatAnswer
+}{
+	{frontdoor.DoorGRPC, func(t *testing.T, d *doors, c chatConv) chatAnswer {
+		s, err := d.grpc.Chat(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: &inferencev1.ChatTurn{
+			Messages: []*inferencev1.ChatMessage{{Role: inferencev1.Role_ROLE_SYSTEM, Content: c.system},
+				{Role: inferencev1.Role_ROLE_USER, Content: c.user}},
+			Sampling: &inferencev1.SamplingParams{Temperature: 0},
+			Stopping: &inferencev1.StoppingCriteria{MaxTokens: int32(c.maxTokens)},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a chatAnswer
+		for {
+			r, err := s.Recv()
+			if err != nil {
+				t.Fatalf("gRPC Chat: %v", err)
+			}
+			if ch := r.GetChunk(); ch != nil {
+				a.Text += ch.GetText()
+				for _, id := range ch.GetTokenIds() {
+					a.Tokens = append(a.Tokens, string(d.tok.TokenBytes(id)))
+				}
+			}
+			if f := r.GetFinal(); f != nil {
+				a.PromptTokens, a.CompletionTokens = int(f.GetUsage().GetPromptTokens()), int(f.GetUsage().GetCompletionTokens())
+				a.Finish = map[inferencev1.FinishReason]string{inferencev1.FinishReason_FINISH_REASON_LENGTH: "length",
+					inferencev1.FinishReason_FINISH_REASON_EOS: "stop", inferencev1.FinishReason_FINISH_REASON_STOP_SEQUENCE: "stop"}[f.GetFinishReason()]
+				break
+			}
+		}
+		if err := s.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}},
+	{frontdoor.DoorOpenAI, func(t *testing.T, d *doors, c chatConv) chatAnswer {
+		var out struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+				Logprobs     struct {
+					Content []struct {
+						Bytes []byte `json:"bytes"`
+					} `json:"content"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+			Usage struct {
+				PromptTokens     int `json:"prompt_tokens"`
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		d.postJSON(t, "/v1/chat/completions", map[string]any{"model": d.model, "temperature": 0, "max_tokens": c.maxTokens, "logprobs": true,
+			"messages": []map[string]string{{"role": "system", "content": c.system}, {"role": "user", "content": c.user}}}, &out)
+		if len(out.Choices) != 1 {
+			t.Fatalf("chat completions: %d choices", len(out.Choices))
+		}
+		ch := out.Choices[0]
+		a := chatAnswer{Text: ch.Message.Content, PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens,
+			Finish: ch.FinishReason, Tokens: []string{}}
+		for _, lp := range ch.Logprobs.Content {
+			a.Tokens = append(a.Tokens, string(lp.Bytes))
+		}
+		return a
+	}},
+	{frontdoor.DoorAnthropic, func(t *testing.T, d *doors, c chatConv) chatAnswer {
+		var out struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			StopReason string `json:"stop_reason"`
+			Usage      struct {
+				InputTokens  int `json:"input_tokens"`
+				OutputTokens int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		d.postJSON(t, "/v1/messages", map[string]any{"model": d.model, "temperature": 0, "max_tokens": c.maxTokens, "system": c.system,
+			"messages": []map[string]string{{"role": "user", "content": c.user}}}, &out)
+		if len(out.Content) != 1 || out.Content[0].Type != "text" {
+			t.Fatalf("messages: content %+v, want one text block", out.Content)
+		}
+		return chatAnswer{Text: out.Content[0].Text, PromptTokens: out.Usage.InputTokens, CompletionTokens: out.Usage.OutputTokens,
+			Finish: map[string]string{"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop"}[out.StopReason]}
+	}},
+}
+
+// TestSameChatEveryDoor: one greedy chat conversation through every chat
+// door (gRPC Chat, /v1/chat/completions, /v1/messages) gives the same
+// tokens (their bytes, where the door shows them), text, usage and finish,
+// and the same increments of the per-request metrics, door label aside.
+func TestSameChatEveryDoor(t *testing.T) {
+	d := newDoors(t)
+	c := chatConv{system: "You tell stories.", user: "Tell me about a cat.", maxTokens: 24}
+	var first chatAnswer
+	var firstDelta map[string]float64
+	for i, cd := range chatDoors {
+		before := doorCounts(t, d.reg, cd.door)
+		got := cd.ask(t, d, c)
+		inc := delta(before, doorCounts(t, d.reg, cd.door))
+		if i == 0 {
+			first, firstDelta = got, inc
+			if got.Text == "" || len(got.Tokens) != got.CompletionTokens || got.CompletionTokens == 0 || got.Finish == "" {
+				t.Fatalf("%s: %+v: want text, one token per completion token, a finish", cd.door, got)
+			}
+			continue
+		}
+		want := first
+		if got.Tokens == nil {
+			want.Tokens = nil
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s's answer differs from %s's (-%s +%s):\n%s", cd.door, chatDoors[0].door, chatDoors[0].door, cd.door, diff)
+		}
+		if diff := cmp.Diff(firstDelta, inc); diff != "" {
+			t.Errorf("metric increments, door label aside (-%s +%s):\n%s", chatDoors[0].door, cd.door, diff)
+		}
+	}
+}
+
+// TestTokenizeBothDoors: gRPC Tokenize and HTTP /tokenize give the same
+// tokens (one tokenizing, the Door's), and Detokenize and /detokenize the
+// same text.
+func TestTokenizeBothDoors(t *testing.T) {
+	d := newDoors(t)
+	const text = "Once upon a time, a cat."
+	g, err := d.grpc.Tokenize(t.Context(), &inferencev1.TokenizeRequest{Text: text, AddSpecialTokens: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Tokens []int32 `json:"tokens"`
+		Count  int     `json:"count"`
+	}
+	d.postJSON(t, "/tokenize", map[string]any{"prompt": text}, &h)
+	if diff := cmp.Diff(g.GetTokenIds(), h.Tokens); diff != "" || h.Count != len(h.Tokens) {
+		t.Errorf("tokens (-grpc +http), count %d:\n%s", h.Count, diff)
+	}
+	gd, err := d.grpc.Detokenize(t.Context(), &inferencev1.DetokenizeRequest{TokenIds: g.GetTokenIds()[1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hd struct {
+		Prompt string `json:"prompt"`
+	}
+	d.postJSON(t, "/detokenize", map[string]any{"tokens": g.GetTokenIds()[1:]}, &hd)
+	if gd.GetText() != text || hd.Prompt != text {
+		t.Errorf("detokenized: gRPC %q, HTTP %q, want %q", gd.GetText(), hd.Prompt, text)
+	}
 }
