@@ -15,7 +15,15 @@ type SeqStep struct {
 	Pos int
 	// Blocks is the block table: Blocks[i] holds positions
 	// [i*BlockSize, (i+1)*BlockSize). It covers at least Pos+len(Tokens) positions.
+	// It serves every layer of a pool with one group (KVInfo.Windows nil).
 	Blocks []int32
+	// Tables are the block tables of a pool laid out in layer groups
+	// (KVInfo.Windows not nil; Blocks is then unused): Tables[g] is group
+	// g's, indexed like Blocks and covering Pos+len(Tokens) positions. In
+	// a group with window w, the entries of rows below
+	// FirstRow(w, BlockSize, Pos) are never read (their blocks may have
+	// gone back to the pool; -1 marks them).
+	Tables [][]int32
 	// Logits is true when the step must produce the logits of the last token
 	// of Tokens (the step that ends a prompt, or a decode step), so that the
 	// next token can be sampled from them. False for prompt chunks that do
@@ -73,8 +81,10 @@ func LogitRows(s SeqStep) int {
 //		for j, tok := range s.Tokens {
 //			pos := s.Pos + j
 //			// run every layer for tok at pos, attending to positions [0, pos]
-//			// of sequence s (read from s.Blocks), and store the K/V of pos in
-//			// block s.Blocks[pos/BlockSize], slot pos%BlockSize.
+//			// of sequence s (a layer with window w: [pos-w+1, pos]) read
+//			// from s.Blocks, and store the K/V of pos in block
+//			// s.Blocks[pos/BlockSize], slot pos%BlockSize. (With layer
+//			// groups: layer li reads and writes s.Tables[Group[li]].)
 //		}
 //		if s.Hidden != nil {
 //			for j := range s.Tokens {
@@ -118,14 +128,20 @@ type KVInfo struct {
 	BlockSize int
 	// NumBlocks is the number of blocks in the pool.
 	NumBlocks int
-	// BytesPerBlock is the memory one block takes over all layers, K and V
-	// (KVBytesPerBlock).
+	// BytesPerBlock is the memory one block takes over the layers of a
+	// group, K and V (KVBytesPerBlock of KVLayout.Size layers): every
+	// layer when there is one group.
 	BytesPerBlock int64
+	// Windows is the pool's KVLayout.Windows: nil when one block table
+	// serves every layer (SeqStep.Blocks), else the window of each layer
+	// group (0: the whole context), one block table each (SeqStep.Tables).
+	Windows []int
 	// Type is the element type of the cache: "f16" or "f32".
 	Type string
 }
 
-// KVBytesPerBlock is the memory one KV block takes over all layers, K and V:
+// KVBytesPerBlock is the memory one KV block takes over the layers it
+// holds (every layer, or KVLayout.Size of a grouped pool), K and V:
 // 2 * layers * blockSize * kvDim * elemBytes, where kvDim is KV heads x head
 // dimension and elemBytes is 2 for an F16 cache, 4 for F32. Every backend
 // and every pool sizing uses it, so that the pool the sizing planned is the

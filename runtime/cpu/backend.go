@@ -23,10 +23,13 @@ type Backend struct {
 	kvDim int
 	qDim  int
 	f16   bool
-	// KV pool per layer: NumBlocks*BlockSize*kvDim elements, one of the two
-	// pairs is used depending on the KV type.
+	// KV pool per slot of a layer group (layout.Size slots; layer li is in
+	// slot layout.Slot[li]): NumBlocks*BlockSize*kvDim elements, one of the
+	// two pairs is used depending on the KV type. With one group a slot is
+	// a layer.
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
+	layout   batch.KVLayout
 
 	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
 	// the layers (rope multiplies the angle by it once per dimension pair,
@@ -71,8 +74,13 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 	}
 	hp := m.HP
 	b := &Backend{m: m, cfg: cfg, kvDim: hp.KVHeads * hp.HeadDim, qDim: hp.Heads * hp.HeadDim, f16: cfg.KVType == "f16"}
+	windows := make([]int, len(m.Layers))
+	for li, l := range m.Layers {
+		windows[li] = l.Window
+	}
+	b.layout = batch.NewKVLayout(windows, cfg.SlidingKV)
 	n := cfg.NumBlocks * cfg.BlockSize * b.kvDim
-	for range hp.Layers {
+	for range b.layout.Size {
 		if b.f16 {
 			b.k16 = append(b.k16, make([]uint16, n))
 			b.v16 = append(b.v16, make([]uint16, n))
@@ -117,7 +125,8 @@ func (b *Backend) KV() batch.KVInfo {
 	return batch.KVInfo{
 		BlockSize:     b.cfg.BlockSize,
 		NumBlocks:     b.cfg.NumBlocks,
-		BytesPerBlock: batch.KVBytesPerBlock(b.m.HP.Layers, b.kvDim, b.cfg.BlockSize, el),
+		BytesPerBlock: batch.KVBytesPerBlock(b.layout.Size, b.kvDim, b.cfg.BlockSize, el),
+		Windows:       b.layout.Windows,
 		Type:          b.cfg.KVType,
 	}
 }
@@ -154,7 +163,6 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 		return 0, errors.New("cpu: backend is closed")
 	}
 	total := 0
-	bs := b.cfg.BlockSize
 	for i, s := range seqs {
 		if len(s.Tokens) == 0 {
 			return 0, fmt.Errorf("%w: sequence %d has no tokens", ErrBadStep, s.Seq)
@@ -162,14 +170,8 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 		if s.Pos < 0 {
 			return 0, fmt.Errorf("%w: sequence %d has position %d", ErrBadStep, s.Seq, s.Pos)
 		}
-		end := s.Pos + len(s.Tokens)
-		if len(s.Blocks)*bs < end {
-			return 0, fmt.Errorf("%w: sequence %d: %d blocks cover %d positions, need %d", ErrBadStep, s.Seq, len(s.Blocks), len(s.Blocks)*bs, end)
-		}
-		for _, blk := range s.Blocks[:(end+bs-1)/bs] {
-			if blk < 0 || int(blk) >= b.cfg.NumBlocks {
-				return 0, fmt.Errorf("%w: sequence %d: block %d out of range [0, %d)", ErrBadStep, s.Seq, blk, b.cfg.NumBlocks)
-			}
+		if err := b.checkTables(s); err != nil {
+			return 0, err
 		}
 		for _, t := range s.Tokens {
 			if t < 0 || int(t) >= b.m.HP.VocabSize {
@@ -188,6 +190,46 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 		total += len(s.Tokens)
 	}
 	return total, nil
+}
+
+// checkTables checks that s's block tables cover its positions with
+// blocks of the pool, in every row a layer of the table's group reads or
+// writes this step.
+func (b *Backend) checkTables(s batch.SeqStep) error {
+	end := s.Pos + len(s.Tokens)
+	if b.layout.Windows == nil {
+		return b.checkTable(s.Seq, "", s.Blocks, 0, end)
+	}
+	if len(s.Tables) != len(b.layout.Windows) {
+		return fmt.Errorf("%w: sequence %d: %d block tables for %d layer groups", ErrBadStep, s.Seq, len(s.Tables), len(b.layout.Windows))
+	}
+	for g, w := range b.layout.Windows {
+		if err := b.checkTable(s.Seq, fmt.Sprintf("group %d ", g), s.Tables[g], batch.FirstRow(w, b.cfg.BlockSize, s.Pos), end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) checkTable(seq uint64, what string, table []int32, first, end int) error {
+	bs := b.cfg.BlockSize
+	if len(table)*bs < end {
+		return fmt.Errorf("%w: sequence %d: %d blocks cover %d positions, need %d", ErrBadStep, seq, len(table), len(table)*bs, end)
+	}
+	for _, blk := range table[first:(end+bs-1)/bs] {
+		if blk < 0 || int(blk) >= b.cfg.NumBlocks {
+			return fmt.Errorf("%w: sequence %d: %sblock %d out of range [0, %d)", ErrBadStep, seq, what, blk, b.cfg.NumBlocks)
+		}
+	}
+	return nil
+}
+
+// table is the block table layer li reads and writes for s.
+func (b *Backend) table(s *batch.SeqStep, li int) []int32 {
+	if b.layout.Windows == nil {
+		return s.Blocks
+	}
+	return s.Tables[b.layout.Group[li]]
 }
 
 func (b *Backend) grow(total, nLogits int) {
@@ -478,19 +520,22 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 		kernels.F32ToF16s(k16, k)
 		kernels.F32ToF16s(v16, v)
 	}
+	slot := b.layout.Slot[layer]
 	t := 0
-	for _, sq := range seqs {
+	for i := range seqs {
+		sq := &seqs[i]
+		table := b.table(sq, layer)
 		for j := range sq.Tokens {
 			p := sq.Pos + j
 			for g := range b.m.HP.KVHeads {
-				off := b.kvOff(sq.Blocks[p/bs], g, p%bs)
+				off := b.kvOff(table[p/bs], g, p%bs)
 				ks, vs := k[t*kd+g*hd:t*kd+(g+1)*hd], v[t*kd+g*hd:t*kd+(g+1)*hd]
 				if b.f16 {
-					copy(b.k16[layer][off:off+hd], k16[t*kd+g*hd:t*kd+(g+1)*hd])
-					copy(b.v16[layer][off:off+hd], v16[t*kd+g*hd:t*kd+(g+1)*hd])
+					copy(b.k16[slot][off:off+hd], k16[t*kd+g*hd:t*kd+(g+1)*hd])
+					copy(b.v16[slot][off:off+hd], v16[t*kd+g*hd:t*kd+(g+1)*hd])
 				} else {
-					copy(b.k32[layer][off:off+hd], ks)
-					copy(b.v32[layer][off:off+hd], vs)
+					copy(b.k32[slot][off:off+hd], ks)
+					copy(b.v32[slot][off:off+hd], vs)
 				}
 			}
 			t++
@@ -565,8 +610,9 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 		return b.attendGroupMatMul(w, layer, sq, tok0, g, k0, n, window, kk, vv, q, out)
 	}
 	sinks := b.groupSinks(layer, g)
+	slot := b.layout.Slot[layer]
 	off := b.kvOff(0, g, 0)
-	kv := kernels.PagedKV{Blocks: sq.Blocks, BlockSize: b.cfg.BlockSize, HeadDim: hd,
+	kv := kernels.PagedKV{Blocks: b.table(sq, layer), BlockSize: b.cfg.BlockSize, HeadDim: hd,
 		Stride: b.kvOff(1, g, 0) - off, Off: off}
 	w.attn = grow(w.attn, kernels.AttendScratch(group, n-firstVisible(sq.Pos, window), hd))
 	for j := range sq.Tokens {
@@ -574,9 +620,9 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
 		if b.f16 {
-			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[layer], b.v16[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
+			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[slot], b.v16[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		} else {
-			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[layer], b.v32[layer], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
+			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[slot], b.v32[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
 	return nil
@@ -613,17 +659,18 @@ func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n
 		w.v = make([]float32, len(w.k))
 	}
 	kk, vv = w.k[:m*hd], w.v[:m*hd]
+	table, ls := b.table(sq, layer), b.layout.Slot[layer]
 	for p0 := k0; p0 < n; {
 		slot := p0 % bs
 		cnt := min(bs-slot, n-p0) * hd
-		off := b.kvOff(sq.Blocks[p0/bs], g, slot)
+		off := b.kvOff(table[p0/bs], g, slot)
 		d := (p0 - k0) * hd
 		if b.f16 {
-			kernels.F16ToF32s(kk[d:d+cnt], b.k16[layer][off:off+cnt])
-			kernels.F16ToF32s(vv[d:d+cnt], b.v16[layer][off:off+cnt])
+			kernels.F16ToF32s(kk[d:d+cnt], b.k16[ls][off:off+cnt])
+			kernels.F16ToF32s(vv[d:d+cnt], b.v16[ls][off:off+cnt])
 		} else {
-			copy(kk[d:d+cnt], b.k32[layer][off:off+cnt])
-			copy(vv[d:d+cnt], b.v32[layer][off:off+cnt])
+			copy(kk[d:d+cnt], b.k32[ls][off:off+cnt])
+			copy(vv[d:d+cnt], b.v32[ls][off:off+cnt])
 		}
 		p0 += cnt / hd
 	}

@@ -18,6 +18,13 @@ type Config struct {
 	NumBlocks int
 	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
 	KVType string
+	// SlidingKV lays the pool out in layer groups (batch.NewKVLayout) so
+	// that the blocks of sliding-window layers can go back to the pool once
+	// no query sees them: every step then brings one block table per group
+	// (batch.SeqStep.Tables, groups in batch.KVInfo.Windows). For a model
+	// without sliding windows it changes nothing (one group, Blocks).
+	// Off, every layer keeps the whole context in one table.
+	SlidingKV bool
 	// Threads is the thread count Name reports (default kernels.Workers()).
 	// Attention and the matmuls share the kernels' worker pool, which has
 	// kernels.SetWorkers' count of goroutines, or GOMAXPROCS at first use

@@ -49,6 +49,12 @@ type PoolConfig struct {
 	BlockSize int
 	// KVType is the cache element type, "f16" (default) or "f32", as in Config.
 	KVType string
+	// Windows are the layers' sliding windows (one per layer, 0: none) for
+	// a pool laid out in layer groups (Config.SlidingKV): a block then
+	// holds a group's layers and a sequence holds a window group's blocks
+	// only for its window (batch.SeqBlocks). Nil: every layer keeps the
+	// whole context, one table per sequence.
+	Windows []int
 }
 
 func (c *PoolConfig) validate() error {
@@ -68,6 +74,8 @@ func (c *PoolConfig) validate() error {
 		return fmt.Errorf("cpu: negative pool config %+v", *c)
 	case c.Layers <= 0 || c.KVDim <= 0 || c.ContextLen <= 0:
 		return fmt.Errorf("cpu: model shape layers %d, kv dim %d, context %d must be positive", c.Layers, c.KVDim, c.ContextLen)
+	case c.Windows != nil && len(c.Windows) != c.Layers:
+		return fmt.Errorf("cpu: %d layer windows for %d layers", len(c.Windows), c.Layers)
 	}
 	return nil
 }
@@ -75,8 +83,13 @@ func (c *PoolConfig) validate() error {
 // PlanPool sizes the CPU KV pool. With KVMemory it is exactly
 // floor(KVMemory / bytes-per-block) blocks. Without, the budget is
 // RAMFraction of TotalRAM less the weights, capped at what MaxSeqs
-// sequences of the full context need. It fails with ErrNoRoom (wrapped,
-// with the arithmetic) when not one block fits.
+// sequences of the full context need (batch.SeqBlocks: with Windows, a
+// window group's blocks count only for its window). It fails with
+// ErrNoRoom (wrapped, with the arithmetic) when not one block fits.
+//
+// A block's size is that of one layer group (Layout), so with sliding
+// windows the budget is not split between window and global layers: the
+// blocks are interchangeable and serve whichever group needs them.
 func PlanPool(c PoolConfig) (batch.Plan, error) {
 	if err := c.validate(); err != nil {
 		return batch.Plan{}, err
@@ -85,16 +98,17 @@ func PlanPool(c PoolConfig) (batch.Plan, error) {
 	if c.KVType == "f32" {
 		el = 4
 	}
-	per := uint64(batch.KVBytesPerBlock(c.Layers, c.KVDim, c.BlockSize, el))
+	lay := c.Layout()
+	per := uint64(batch.KVBytesPerBlock(lay.Size, c.KVDim, c.BlockSize, el))
 	if c.KVMemory > 0 {
 		p, err := blocksFor(uint64(c.KVMemory), per, c.BlockSize)
 		if err != nil {
 			return p, fmt.Errorf("--kv-memory: %w", err)
 		}
-		p.Explain += " (--kv-memory)"
+		p.Explain += " (--kv-memory)" + groupsWhy(c, lay)
 		return p, nil
 	}
-	capBlocks := uint64(c.MaxSeqs) * uint64((c.ContextLen+c.BlockSize-1)/c.BlockSize)
+	capBlocks := uint64(c.MaxSeqs) * uint64(batch.SeqBlocks(lay.Windows, c.BlockSize, c.ContextLen))
 	capBytes := capBlocks * per
 	budget, why := capBytes, fmt.Sprintf("max-seqs %d x context %d", c.MaxSeqs, c.ContextLen)
 	if c.TotalRAM > 0 {
@@ -111,8 +125,27 @@ func PlanPool(c PoolConfig) (batch.Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Explain += " (" + why + ")"
+	p.Explain += " (" + why + ")" + groupsWhy(c, lay)
 	return p, nil
+}
+
+// groupsWhy ends the plan's log line for a pool laid out in layer groups:
+// what a block holds, and what one sequence of the full context takes.
+func groupsWhy(c PoolConfig, lay batch.KVLayout) string {
+	if lay.Windows == nil {
+		return ""
+	}
+	return fmt.Sprintf("; blocks serve %s: a sequence of %d positions holds at most %d blocks",
+		lay, c.ContextLen, batch.SeqBlocks(lay.Windows, c.BlockSize, c.ContextLen))
+}
+
+// Layout is the layer groups of the pool c plans (batch.NewKVLayout of
+// Windows; one group of every layer without them).
+func (c PoolConfig) Layout() batch.KVLayout {
+	if c.Windows == nil {
+		return batch.NewKVLayout(make([]int, c.Layers), false)
+	}
+	return batch.NewKVLayout(c.Windows, true)
 }
 
 // blocksFor sizes the pool from a byte budget (batch.PlanBlocks).

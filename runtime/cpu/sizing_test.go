@@ -47,6 +47,36 @@ func TestPlanPool(t *testing.T) {
 	}
 }
 
+// With layer windows (Config.SlidingKV) a block holds one layer group, and
+// the cap counts a window group's blocks only for its window.
+func TestPlanPoolWindows(t *testing.T) {
+	// 6 layers, 4 sliding (window 64) and 2 global: groups of 2 layers,
+	// 8 KiB per block as in TestPlanPool. A sequence of 512 positions
+	// holds 32 blocks of the global group and 5 of each window group.
+	in := PoolConfig{Layers: 6, KVDim: 64, ContextLen: 512, BlockSize: 16, MaxSeqs: 4,
+		Windows: []int{64, 64, 0, 64, 64, 0}}
+	p, err := PlanPool(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.BytesPerBlock != 8<<10 || p.NumBlocks != 4*(32+5+5) {
+		t.Errorf("%d blocks of %d bytes, want %d of %d: %s", p.NumBlocks, p.BytesPerBlock, 4*42, 8<<10, p)
+	}
+	if !strings.Contains(p.String(), "3 groups of 2 layers") {
+		t.Errorf("plan %q does not name the groups", p)
+	}
+	// No layer slides: as without windows.
+	in.Windows = make([]int, 6)
+	p, err = PlanPool(in)
+	if err != nil || p.BytesPerBlock != 24<<10 || p.NumBlocks != 4*32 {
+		t.Errorf("no sliding layer: %+v, %v", p, err)
+	}
+	in.Windows = []int{64}
+	if _, err := PlanPool(in); err == nil {
+		t.Errorf("1 window for 6 layers: no error")
+	}
+}
+
 func TestPlanPoolF32AndBadConfigs(t *testing.T) {
 	// An F32 cache doubles the block: 16 KiB.
 	p, err := PlanPool(PoolConfig{Layers: 2, KVDim: 64, ContextLen: 512, KVType: "f32", KVMemory: 64 << 10})

@@ -361,6 +361,14 @@ func FromGGUF(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
+// LayerWindows returns each layer's sliding window (0: full attention) as
+// FromGGUF sets Layer.Window, from the file's header alone (a KV pool can
+// be planned before the weights load).
+func LayerWindows(f *gguf.File, hp HParams) ([]int, error) {
+	windows, _, err := layerAttention(f, hp)
+	return windows, err
+}
+
 // layerAttention returns each layer's sliding window (0: full attention)
 // and rotary base. In an architecture with sliding windows (gemma3,
 // gpt-oss) and a positive attention.sliding_window, the layers that
