@@ -1,6 +1,10 @@
 package scheduler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/weft-inference/weft/runtime/batch"
+)
 
 // check verifies the core's invariants (doc.go lists them); the tests call
 // it after every step.
@@ -14,11 +18,15 @@ func (c *core) check() error {
 		if i > 0 && runLess(sq, c.running[i-1]) {
 			return fmt.Errorf("running set out of order at %d", i)
 		}
-		if sq.computed > len(sq.tokens) || len(sq.blocks)*bs < sq.computed {
-			return fmt.Errorf("seq %d: computed %d of %d tokens with %d blocks", sq.id, sq.computed, len(sq.tokens), len(sq.blocks))
+		if len(sq.tables) != c.groups() || len(sq.first) != c.groups() {
+			return fmt.Errorf("seq %d: %d block tables, %d groups", sq.id, len(sq.tables), c.groups())
 		}
-		if c.cfg.Batching == BatchingContinuous && len(sq.blocks) > c.blocksFor(sq.computed) {
-			return fmt.Errorf("seq %d: %d blocks for %d computed positions (unverified drafts' blocks kept?)", sq.id, len(sq.blocks), sq.computed)
+		rows := sq.rows()
+		if sq.computed > len(sq.tokens) || rows*bs < sq.computed {
+			return fmt.Errorf("seq %d: computed %d of %d tokens with %d block rows", sq.id, sq.computed, len(sq.tokens), rows)
+		}
+		if c.cfg.Batching == BatchingContinuous && rows > c.blocksFor(sq.computed) {
+			return fmt.Errorf("seq %d: %d block rows for %d computed positions (unverified drafts' blocks kept?)", sq.id, rows, sq.computed)
 		}
 		if sq.noAdmit >= c.planNo {
 			return fmt.Errorf("seq %d readmitted in the plan that preempted it", sq.id)
@@ -26,24 +34,41 @@ func (c *core) check() error {
 		if sq.pool != nil && (sq.pool.Tokens() != sq.computed || sq.registered != 0) {
 			return fmt.Errorf("embedding seq %d: %d tokens pooled, %d computed, %d blocks registered", sq.id, sq.pool.Tokens(), sq.computed, sq.registered)
 		}
-		if sq.registered > len(sq.blocks) {
-			return fmt.Errorf("seq %d: %d registered of %d blocks", sq.id, sq.registered, len(sq.blocks))
+		if sq.registered > rows {
+			return fmt.Errorf("seq %d: %d registered of %d block rows", sq.id, sq.registered, rows)
 		}
-		seen := make(map[int32]bool, len(sq.blocks))
-		for _, b := range sq.blocks {
-			if seen[b] {
-				return fmt.Errorf("seq %d holds block %d twice", sq.id, b)
+		seen := make(map[int32]bool, rows*len(sq.tables))
+		for g, t := range sq.tables {
+			if len(t) != rows {
+				return fmt.Errorf("seq %d: group %d has %d rows, group 0 %d", sq.id, g, len(t), rows)
 			}
-			seen[b] = true
-			refs[b]++
+			// A window group holds exactly the rows a later query can
+			// read: those below slid out of its window and went back.
+			lo := batch.FirstRow(c.window(g), bs, sq.computed)
+			if sq.first[g] != lo {
+				return fmt.Errorf("seq %d: group %d (window %d) holds rows from %d, want %d at %d computed", sq.id, g, c.window(g), sq.first[g], lo, sq.computed)
+			}
+			for i, b := range t {
+				if (b < 0) != (i < lo) {
+					return fmt.Errorf("seq %d: group %d (window %d) row %d is block %d with %d computed", sq.id, g, c.window(g), i, b, sq.computed)
+				}
+				if b < 0 {
+					continue
+				}
+				if seen[b] {
+					return fmt.Errorf("seq %d holds block %d twice", sq.id, b)
+				}
+				seen[b] = true
+				refs[b]++
+			}
 		}
 	}
 	for i, sq := range c.waiting {
 		if sq.pool != nil && sq.pool.Tokens() != 0 {
 			return fmt.Errorf("waiting embedding seq %d: %d tokens pooled", sq.id, sq.pool.Tokens())
 		}
-		if sq.state != seqWaiting || len(sq.blocks) != 0 || sq.computed != 0 {
-			return fmt.Errorf("waiting seq %d: state %d, %d blocks, computed %d", sq.id, sq.state, len(sq.blocks), sq.computed)
+		if sq.state != seqWaiting || sq.rows() != 0 || sq.computed != 0 {
+			return fmt.Errorf("waiting seq %d: state %d, %d block rows, computed %d", sq.id, sq.state, sq.rows(), sq.computed)
 		}
 		if i > 0 && waitLess(sq, c.waiting[i-1]) {
 			return fmt.Errorf("waiting queue out of order at %d", i)
@@ -75,8 +100,8 @@ func (s *static) check(c *core) error {
 		return fmt.Errorf("%d padding rows, group of %d, %d scratch blocks", len(s.pads), len(s.group), s.nslots)
 	}
 	for i, p := range s.pads {
-		if p.sq.state != seqDone || !p.sq.inGroup || len(p.sq.blocks) != 0 {
-			return fmt.Errorf("padding row %d: seq %d in state %d, in group %v, %d blocks", i, p.sq.id, p.sq.state, p.sq.inGroup, len(p.sq.blocks))
+		if p.sq.state != seqDone || !p.sq.inGroup || p.sq.rows() != 0 {
+			return fmt.Errorf("padding row %d: seq %d in state %d, in group %v, %d blocks", i, p.sq.id, p.sq.state, p.sq.inGroup, p.sq.rows())
 		}
 		if p.pos >= c.cfg.ContextLen {
 			return fmt.Errorf("padding row %d at position %d, context %d", i, p.pos, c.cfg.ContextLen)

@@ -83,6 +83,13 @@ type Config struct {
 	// NumBlocks is the number of blocks in the KV pool
 	// (batch.KVInfo.NumBlocks). Required.
 	NumBlocks int
+	// KVWindows is the pool's layer groups (batch.KVInfo.Windows): nil
+	// when one block table serves every layer; else the sliding window of
+	// each group (0: the whole context). A sequence then holds one block
+	// table per group, takes a block of every group for each new row of
+	// positions, and gives a window group's blocks back as they slide out
+	// of its window (tables.go). Continuous batching only.
+	KVWindows []int
 	// MaxSeqs caps the number of sequences in one batch (running
 	// sequences). Default DefaultMaxSeqs.
 	MaxSeqs int
@@ -96,7 +103,8 @@ type Config struct {
 	// ContextLen is the model's context length: a sequence ends with
 	// FinishLength when prompt+generated reaches it. Default (and upper
 	// bound) the most one sequence can hold: NumBlocks*BlockSize, less the
-	// static mode's scratch blocks (BatchSize-1 of them).
+	// static mode's scratch blocks (BatchSize-1 of them); with KVWindows,
+	// the longest sequence whose blocks (batch.SeqBlocks) fit the pool.
 	ContextLen int
 	// Batching is BatchingContinuous (default) or BatchingStatic.
 	Batching string
@@ -272,7 +280,20 @@ func (c *Config) validate() error {
 		return bad("static BatchSize %d reserves %d scratch blocks for padding rows, NumBlocks is only %d",
 			c.BatchSize, c.scratchBlocks(), c.NumBlocks)
 	}
-	pool := c.ledgerBlocks() * c.BlockSize
+	if c.KVWindows != nil {
+		if c.Batching != BatchingContinuous {
+			return bad("KVWindows (sliding-window layer groups) need %q batching, not %q", BatchingContinuous, c.Batching)
+		}
+		if len(c.KVWindows) == 0 {
+			return bad("KVWindows is empty (nil means one group)")
+		}
+		for _, w := range c.KVWindows {
+			if w < 0 {
+				return bad("KVWindows %v: a window must be >= 0", c.KVWindows)
+			}
+		}
+	}
+	pool := c.poolContext()
 	if c.ContextLen == 0 || c.ContextLen > pool {
 		c.ContextLen = pool
 	}
@@ -311,6 +332,27 @@ func (c *Config) scratchBlocks() int {
 		return 0
 	}
 	return max(c.BatchSize-1, 0)
+}
+
+// poolContext is the longest sequence the ledger's blocks hold (in whole
+// blocks): the largest n with batch.SeqBlocks(KVWindows, BlockSize, n) at
+// most ledgerBlocks. When only window groups hold K/V, that does not grow
+// with n, and the ledger's positions bound it as without windows.
+func (c *Config) poolContext() int {
+	blocks, bs := c.ledgerBlocks(), c.BlockSize
+	if batch.SeqBlocks(c.KVWindows, bs, (blocks+1)*bs) <= blocks {
+		return blocks * bs
+	}
+	lo, hi := 0, blocks // SeqBlocks fits lo rows, not hi+1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if batch.SeqBlocks(c.KVWindows, bs, mid*bs) <= blocks {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo * bs
 }
 
 // ledgerBlocks is the number of KV blocks the ledger hands out: the pool

@@ -34,7 +34,7 @@ type core struct {
 	budget   int
 	planNo   uint64
 	rankSeq  uint64
-	hits     []int32 // scratch for prefix lookups
+	hits     [][]int32 // scratch for prefix lookups, one table per group
 	// hidden backs the Hidden rows of the step's embedding entries.
 	hidden []float32
 
@@ -170,18 +170,6 @@ func (c *core) nextWake(now time.Time, retry time.Duration) (d time.Duration, ok
 // blocksFor is the number of blocks that hold n positions.
 func (c *core) blocksFor(n int) int { return (n + c.cfg.BlockSize - 1) / c.cfg.BlockSize }
 
-// releaseBlocks gives sq's blocks back, last block first: the LRU list
-// evicts from its front, and a cached prefix is only found from its first
-// block on, so the tail must go before the head or one eviction would
-// strand the rest of the prefix.
-func (c *core) releaseBlocks(sq *seq) {
-	for _, b := range slices.Backward(sq.blocks) {
-		c.pool.release(b)
-	}
-	sq.blocks = sq.blocks[:0]
-	sq.registered = 0
-}
-
 // plan builds the next step's batch and the sampler of each row that asks
 // for logits: the policy's entries, each feeding its sequence the next
 // slice of its history, then the policy's padding rows. An empty batch
@@ -215,15 +203,20 @@ func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 		if e.sq.pool != nil {
 			h, hid = hid[:e.n*W:e.n*W], hid[e.n*W:]
 		}
-		c.batch = append(c.batch, batch.SeqStep{
+		row := batch.SeqStep{
 			Seq:    e.sq.id,
 			Tokens: toks,
 			Pos:    e.sq.computed,
-			Blocks: e.sq.blocks,
 			Logits: e.sample,
 			Draft:  e.draft,
 			Hidden: h,
-		})
+		}
+		if c.cfg.KVWindows == nil {
+			row.Blocks = e.sq.tables[0]
+		} else {
+			row.Tables = e.sq.tables
+		}
+		c.batch = append(c.batch, row)
 		var smp *sample.Sampler
 		if e.sample {
 			smp = e.sq.sampler
@@ -308,6 +301,7 @@ func (c *core) applyRows(results [][]sample.Result, err error, now time.Time) {
 		}
 		sq.computed += e.n
 		c.registerFull(sq)
+		c.slide(sq)
 		if sq.pool != nil {
 			sq.pool.Add(c.batch[k].Hidden)
 			if sq.computed == sq.promptLen {
@@ -334,7 +328,12 @@ func (c *core) registerFull(sq *seq) {
 	bs := c.cfg.BlockSize
 	full := sq.computed / bs
 	for i := sq.registered; i < full; i++ {
-		c.pool.register(sq.blocks[i], sq.blockHash(i, bs), sq.parentHash(i, bs), sq.tokens[i*bs:(i+1)*bs])
+		h, parent, toks := sq.blockHash(i, bs), sq.parentHash(i, bs), sq.tokens[i*bs:(i+1)*bs]
+		for g, t := range sq.tables {
+			if t[i] >= 0 {
+				c.pool.register(t[i], groupKey(h, g), groupKey(parent, g), toks)
+			}
+		}
 	}
 	sq.registered = max(sq.registered, full)
 }

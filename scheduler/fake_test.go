@@ -23,7 +23,9 @@ var _ Model = (*schedtest.Model)(nil)
 
 // newFakeModel is the paged fake (schedtest.Model) over cfg's pool.
 func newFakeModel(cfg Config) *schedtest.Model {
-	return schedtest.NewModel(cfg.BlockSize, cfg.NumBlocks)
+	m := schedtest.NewModel(cfg.BlockSize, cfg.NumBlocks)
+	m.Windows = cfg.KVWindows
+	return m
 }
 
 // harness runs a scheduler inside a synctest bubble and checks the core's

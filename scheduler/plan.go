@@ -105,15 +105,14 @@ func (c *core) preempt(j int) {
 	c.stats.Preemptions++
 }
 
-// grow gives running[i] blocks for want positions, preempting the lowest
-// ranked sequences after it (lowest priority, most recently admitted) when
-// the pool is empty. When none is left below it, it preempts running[i]
-// itself when self is set, and returns false.
+// grow gives running[i] block rows for want positions, preempting the
+// lowest ranked sequences after it (lowest priority, most recently
+// admitted) when the pool runs out. When none is left below it, it
+// preempts running[i] itself when self is set, and returns false.
 func (c *core) grow(i, want int, self bool) bool {
 	sq := c.running[i]
-	for len(sq.blocks)*c.cfg.BlockSize < want {
-		if b, ok := c.pool.alloc(); ok {
-			sq.blocks = append(sq.blocks, b)
+	for sq.rows()*c.cfg.BlockSize < want {
+		if c.addRow(sq) {
 			continue
 		}
 		if j := len(c.running) - 1; j > i {
@@ -135,12 +134,11 @@ func (c *core) growChunk(i, n int) int {
 	sq := c.running[i]
 	bs := c.cfg.BlockSize
 	want := c.blocksFor(sq.computed + n)
-	for len(sq.blocks) < want {
-		if b, ok := c.pool.alloc(); ok {
-			sq.blocks = append(sq.blocks, b)
+	for sq.rows() < want {
+		if c.addRow(sq) {
 			continue
 		}
-		if len(sq.blocks)*bs > sq.computed {
+		if sq.rows()*bs > sq.computed {
 			break
 		}
 		if j := len(c.running) - 1; j > i {
@@ -149,27 +147,7 @@ func (c *core) growChunk(i, n int) int {
 		}
 		return 0
 	}
-	return min(n, len(sq.blocks)*bs-sq.computed)
-}
-
-// prefixHits looks up the longest cached prefix of sq's history in full
-// blocks, never covering the last token (its logits must be computed), and
-// leaves the blocks in c.hits without taking them. An embedding request
-// takes none: the hidden state of every token must be computed.
-func (c *core) prefixHits(sq *seq) []int32 {
-	c.hits = c.hits[:0]
-	if c.cfg.DisablePrefixCache || sq.pool != nil {
-		return c.hits
-	}
-	bs := c.cfg.BlockSize
-	for i := range (len(sq.tokens) - 1) / bs {
-		b, ok := c.pool.lookup(sq.blockHash(i, bs), sq.parentHash(i, bs), sq.tokens[i*bs:(i+1)*bs])
-		if !ok {
-			break
-		}
-		c.hits = append(c.hits, b)
-	}
-	return c.hits
+	return min(n, sq.rows()*bs-sq.computed)
 }
 
 // gate asks the optional Capacity whether new blocks may be taken.
@@ -184,23 +162,28 @@ func (c *core) gate() bool {
 	return ok
 }
 
-// take admits sq (the head of the waiting queue) with the prefix hits and
-// need new blocks. The caller has checked that they are available.
-func (c *core) take(sq *seq, hits []int32, need int, now time.Time) {
+// take admits sq (the head of the waiting queue) with the k rows of
+// prefix hits in c.hits and need new rows. The caller has checked that
+// their blocks are available.
+func (c *core) take(sq *seq, k, need int, now time.Time) {
 	c.waiting = slices.Delete(c.waiting, 0, 1)
-	for _, b := range hits {
-		c.pool.acquire(b)
+	c.initTables(sq)
+	for g, hits := range c.hits {
+		for _, b := range hits {
+			if b >= 0 {
+				c.pool.acquire(b)
+			}
+		}
+		sq.tables[g] = append(sq.tables[g], hits...)
+		sq.first[g] = batch.FirstRow(c.window(g), c.cfg.BlockSize, k*c.cfg.BlockSize)
 	}
-	sq.blocks = append(sq.blocks[:0], hits...)
 	for range need {
-		b, ok := c.pool.alloc()
-		if !ok {
+		if !c.addRow(sq) {
 			panic("scheduler: admission checked blocks that alloc does not have")
 		}
-		sq.blocks = append(sq.blocks, b)
 	}
-	sq.computed = len(hits) * c.cfg.BlockSize
-	sq.registered = len(hits)
+	sq.computed = k * c.cfg.BlockSize
+	sq.registered = k
 	if !sq.admitted {
 		sq.admitted = true
 		sq.admittedAt = now
@@ -212,28 +195,16 @@ func (c *core) take(sq *seq, hits []int32, need int, now time.Time) {
 	c.insertRunning(sq)
 }
 
-// cachedAmong counts the blocks of hits that sit on the LRU list (taking
-// them makes them unavailable to alloc).
-func (c *core) cachedAmong(hits []int32) int {
-	n := 0
-	for _, b := range hits {
-		if c.pool.state[b] == blockCached {
-			n++
-		}
-	}
-	return n
-}
-
 // admit tries to admit the head of the waiting queue with its first chunk.
 func (c *core) admit(sq *seq, now time.Time) bool {
 	if sq.noAdmit >= c.planNo {
 		return false // preempted in this very step: no thrash
 	}
 	bs := c.cfg.BlockSize
-	hits := c.prefixHits(sq)
-	done := len(hits) * bs
+	k := c.prefixHits(sq)
+	done := k * bs
 	n := min(len(sq.tokens)-done, c.budget)
-	need := c.blocksFor(done+n) - len(hits)
+	need := c.blocksFor(done+n) - k
 	if need > 0 && !c.gate() {
 		return false
 	}
@@ -241,10 +212,10 @@ func (c *core) admit(sq *seq, now time.Time) bool {
 	if len(c.running) == 0 {
 		wm = 0
 	}
-	if need+wm > c.pool.available()-c.cachedAmong(hits) {
+	if need*c.groups()+wm > c.pool.available()-c.cachedAmong() {
 		return false
 	}
-	c.take(sq, hits, need, now)
+	c.take(sq, k, need, now)
 	c.addEntry(sq, n)
 	return true
 }

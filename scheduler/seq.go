@@ -35,7 +35,11 @@ type seq struct {
 	tokens    []int32
 	promptLen int
 	computed  int
-	blocks    []int32
+	// tables are the block tables, one per layer group (tables.go);
+	// first[g] is the first row group g still holds (the rows below slid
+	// out of its window and are -1).
+	tables [][]int32
+	first  []int
 	// hashes[i] is the chain hash of full block i of tokens (filled lazily);
 	// registered full blocks have been offered to the prefix cache.
 	hashes     []uint64

@@ -35,8 +35,14 @@ func soakNext(h []int32) int32 {
 // over a token function that often repeats the history, so drafts are
 // accepted, rejected, cut by stop strings and lengths, preempted and
 // cancelled mid-run; the tokens must still be the uninterrupted run's.
+//
+// The window variants lay the pool out in layer groups, two with a
+// sliding window of 6 positions and one without (Config.KVWindows): the
+// fake checks at every step that each window group reads back the history
+// over the window of every query, and the checker that a window group
+// holds no block that slid out of its window.
 func TestSoak(t *testing.T) {
-	for _, batching := range []string{BatchingContinuous, BatchingStatic, "spec"} {
+	for _, batching := range []string{BatchingContinuous, BatchingStatic, "spec", "window", "window-spec"} {
 		t.Run(batching, func(t *testing.T) {
 			n := 2000
 			if batching == BatchingStatic {
@@ -63,7 +69,11 @@ func specSoakNext(h []int32) int32 {
 func soak(t *testing.T, batching string, n int) {
 	cfg := testConfig()
 	next := soakNext
-	spec := batching == "spec"
+	spec := batching == "spec" || batching == "window-spec"
+	window := batching == "window" || batching == "window-spec"
+	if window {
+		batching = BatchingContinuous
+	}
 	if spec {
 		batching = BatchingContinuous
 		cfg.Spec = SpecConfig{Source: SpecNgram, MaxStepTokens: 32}
@@ -77,6 +87,12 @@ func soak(t *testing.T, batching string, n int) {
 	cfg.MaxBatchTokens = 32
 	cfg.MaxWaiting = 48
 	cfg.WatermarkBlocks = 1
+	if window {
+		// Three groups: a row takes three blocks, a window group holds at
+		// most batch.WindowRows(6, 4) = 3 of a sequence.
+		cfg.KVWindows = []int{6, 0, 6}
+		cfg.NumBlocks = 80
+	}
 	h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = next })
 	rng := rand.New(rand.NewPCG(1, 2))
 

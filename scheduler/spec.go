@@ -89,14 +89,12 @@ func (c *core) planDrafts() {
 		d := len(row) - 1
 		// Blocks for the drafted positions, from what is free beyond the
 		// watermark; the drafts shrink to what the blocks hold.
-		for len(sq.blocks)*bs < sq.computed+1+d && c.pool.available() > c.cfg.WatermarkBlocks {
-			b, ok := c.pool.alloc()
-			if !ok {
+		for sq.rows()*bs < sq.computed+1+d && c.pool.available()-c.groups() >= c.cfg.WatermarkBlocks {
+			if !c.addRow(sq) {
 				break
 			}
-			sq.blocks = append(sq.blocks, b)
 		}
-		d = min(d, len(sq.blocks)*bs-sq.computed-1)
+		d = min(d, sq.rows()*bs-sq.computed-1)
 		sq.spec.row = row
 		if d <= 0 {
 			continue
@@ -176,12 +174,8 @@ func (c *core) adaptDraft(sq *seq, drafted, accepted int) {
 
 // trimDrafts gives back the blocks past sq's computed positions: after a
 // rejection they hold only unverified K/V. They were never registered.
+// Then the window groups give back what slid out of their windows.
 func (c *core) trimDrafts(sq *seq) {
-	keep := c.blocksFor(sq.computed)
-	for len(sq.blocks) > keep {
-		b := sq.blocks[len(sq.blocks)-1]
-		sq.blocks = sq.blocks[:len(sq.blocks)-1]
-		c.pool.release(b)
-	}
-	sq.registered = min(sq.registered, len(sq.blocks))
+	c.trimRows(sq, c.blocksFor(sq.computed))
+	c.slide(sq)
 }

@@ -143,16 +143,16 @@ func (s *static) plan(c *core, now time.Time) {
 func (s *static) admitGroup(c *core, now time.Time) {
 	for len(c.waiting) > 0 && len(s.group) < c.cfg.BatchSize {
 		sq := c.waiting[0]
-		hits := c.prefixHits(sq)
+		k := c.prefixHits(sq)
 		total := min(len(sq.tokens)+sq.req.MaxTokens-sq.generated, c.cfg.ContextLen)
-		need := c.blocksFor(total) - len(hits)
+		need := c.blocksFor(total) - k
 		if need > 0 && !c.gate() {
 			break
 		}
-		if need > c.pool.available()-c.cachedAmong(hits) {
+		if need > c.pool.available()-c.cachedAmong() {
 			break
 		}
-		c.take(sq, hits, need, now)
+		c.take(sq, k, need, now)
 		sq.inGroup = true
 		s.group = append(s.group, sq)
 	}

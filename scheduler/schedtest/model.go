@@ -39,6 +39,17 @@ type Model struct {
 	// block table (so a wrong position or block changes the vector).
 	Hidden int
 
+	// Windows, when not nil, lays the cache out in layer groups as a
+	// backend reports them (batch.KVInfo.Windows): every row must bring
+	// one block table per group (SeqStep.Tables) and every token is
+	// written through each. The history comes from a group without
+	// window (there must be one); each window group must give back the
+	// same tokens for every position a query of the row sees. A row whose
+	// window groups disagree is recorded as the model's error (see Err)
+	// and its tokens are perturbed, so a scheduler that serves wrong K/V
+	// to a window group also gets wrong tokens.
+	Windows []int
+
 	bs int
 
 	mu    sync.Mutex
@@ -170,8 +181,9 @@ func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers [
 			m.setErr(fmt.Errorf("step %d seq %d: %d drafts among %d tokens (Logits %v, NoDrafts %v)", step, s.Seq, s.Draft, len(s.Tokens), s.Logits, m.NoDrafts))
 			continue
 		}
-		if len(s.Tokens) == 0 || s.Pos < 0 || len(s.Blocks)*m.bs < end {
-			m.setErr(fmt.Errorf("step %d seq %d: %d tokens at %d, %d blocks", step, s.Seq, len(s.Tokens), s.Pos, len(s.Blocks)))
+		tables, err := m.tables(s)
+		if len(s.Tokens) == 0 || s.Pos < 0 || err != nil {
+			m.setErr(fmt.Errorf("step %d seq %d: %d tokens at %d: %v", step, s.Seq, len(s.Tokens), s.Pos, err))
 			continue
 		}
 		if i < len(samplers) && (samplers[i] != nil) != s.Logits {
@@ -182,16 +194,28 @@ func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers [
 			m.setErr(fmt.Errorf("step %d seq %d: hidden slot of %d values for %d tokens (HiddenSize %d)", step, s.Seq, len(s.Hidden), len(s.Tokens), m.Hidden))
 			continue
 		}
-		for j, t := range s.Tokens {
-			p := s.Pos + j
-			m.kv[s.Blocks[p/m.bs]][p%m.bs] = t
+		for _, t := range tables {
+			for j, tok := range s.Tokens {
+				p := s.Pos + j
+				m.kv[t[p/m.bs]][p%m.bs] = tok
+			}
 		}
-		if !s.Logits && s.Hidden == nil {
-			continue
-		}
+		full := tables[m.fullGroup()]
 		hist = hist[:0]
 		for p := range end {
-			hist = append(hist, m.kv[s.Blocks[p/m.bs]][p%m.bs])
+			hist = append(hist, m.kv[full[p/m.bs]][p%m.bs])
+		}
+		perturb := int32(0)
+		for g, w := range m.Windows {
+			if w <= 0 {
+				continue
+			}
+			for p := max(0, s.Pos-w+1); p < end; p++ {
+				if got := m.kv[tables[g][p/m.bs]][p%m.bs]; got != hist[p] {
+					m.setErr(fmt.Errorf("step %d seq %d: window group %d reads %d at position %d, the history holds %d", step, s.Seq, g, got, p, hist[p]))
+					perturb = 1
+				}
+			}
 		}
 		if s.Hidden != nil {
 			for j := range s.Tokens {
@@ -202,7 +226,7 @@ func (m *Model) StepDrafts(ctx context.Context, seqs []batch.SeqStep, samplers [
 			continue
 		}
 		for j := 0; j <= s.Draft; j++ {
-			tok := next(hist[:end-s.Draft+j])
+			tok := next(hist[:end-s.Draft+j]) + perturb
 			res[i] = append(res[i], sample.Result{Token: tok})
 			if j == s.Draft || tok != hist[end-s.Draft+j] {
 				break
@@ -235,6 +259,45 @@ func ReferenceEmbedding(prompt []int32, width int, how batch.Pooling) []float32 
 		p.Add(HiddenOf(prompt[:i+1], width))
 	}
 	return p.Vector()
+}
+
+// fullGroup is the group whose table gives the history: the first without
+// window (0 without groups).
+func (m *Model) fullGroup() int {
+	for g, w := range m.Windows {
+		if w <= 0 {
+			return g
+		}
+	}
+	return 0
+}
+
+// tables returns s's block tables (Blocks alone without groups) after
+// checking that they cover its positions with blocks of the cache: every
+// row a query of s reads or its tokens are written to.
+func (m *Model) tables(s batch.SeqStep) ([][]int32, error) {
+	end := s.Pos + len(s.Tokens)
+	tables, windows := [][]int32{s.Blocks}, []int{0}
+	if m.Windows != nil {
+		tables, windows = s.Tables, m.Windows
+		if len(s.Tables) != len(m.Windows) {
+			return nil, fmt.Errorf("%d block tables for %d groups", len(s.Tables), len(m.Windows))
+		}
+		if m.Windows[m.fullGroup()] > 0 {
+			return nil, fmt.Errorf("no group without window among %v", m.Windows)
+		}
+	}
+	for g, t := range tables {
+		if len(t)*m.bs < end {
+			return nil, fmt.Errorf("group %d: %d blocks for %d positions", g, len(t), end)
+		}
+		for r := batch.FirstRow(windows[g], m.bs, s.Pos); r < (end+m.bs-1)/m.bs; r++ {
+			if t[r] < 0 || int(t[r]) >= len(m.kv) {
+				return nil, fmt.Errorf("group %d: row %d is block %d of %d", g, r, t[r], len(m.kv))
+			}
+		}
+	}
+	return tables, nil
 }
 
 // setErr keeps the first misuse; m.mu is held.
