@@ -216,7 +216,7 @@ func (b *Backend) checkTable(seq uint64, what string, table []int32, first, end 
 	if len(table)*bs < end {
 		return fmt.Errorf("%w: sequence %d: %d blocks cover %d positions, need %d", ErrBadStep, seq, len(table), len(table)*bs, end)
 	}
-	for _, blk := range table[first:(end+bs-1)/bs] {
+	for _, blk := range table[first : (end+bs-1)/bs] {
 		if blk < 0 || int(blk) >= b.cfg.NumBlocks {
 			return fmt.Errorf("%w: sequence %d: %sblock %d out of range [0, %d)", ErrBadStep, seq, what, blk, b.cfg.NumBlocks)
 		}
