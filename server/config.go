@@ -38,7 +38,7 @@ type Tokenizer interface {
 type KVCache struct {
 	BlockSize     int    // token positions per block
 	NumBlocks     int    // blocks in the pool
-	BytesPerBlock int64  // bytes of one block over all layers, K and V
+	BytesPerBlock int64  // bytes of one block over the layers it holds (all, or one layer group of a windowed pool), K and V
 	Type          string // "f16" or "f32"
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
+	"github.com/weft-inference/weft/scheduler"
 )
 
 // This file is the one place a backend is chosen: serve (newBackend) and
@@ -64,22 +65,36 @@ func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Back
 
 // servePool sizes serve's CPU KV pool (servePlan) and logs the plan.
 func servePool(c serveConfig, m *runtime.Model, log *slog.Logger) (cpu.Config, error) {
-	plan, err := servePlan(c, m.HP, weightsBytes(m), log)
+	windows := make([]int, len(m.LM.Layers))
+	for li, l := range m.LM.Layers {
+		windows[li] = l.Window
+	}
+	plan, err := servePlan(c, m.HP, windows, weightsBytes(m), log)
 	if err != nil {
 		return cpu.Config{}, err
 	}
 	log.Info("kv pool sized", "plan", plan.String())
-	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks}, nil
+	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks, SlidingKV: slidingKV(c)}, nil
 }
 
-// servePlan is serve's CPU KV pool for a model of shape hp whose weights
+// slidingKV says whether serve lays the CPU pool out in layer groups, so
+// that sliding-window layers keep only their window (cpu.Config.SlidingKV):
+// with continuous batching; static batching, the comparison baseline,
+// keeps every layer's K/V for the whole run.
+func slidingKV(c serveConfig) bool { return c.Batching != scheduler.BatchingStatic }
+
+// servePlan is serve's CPU KV pool for a model of shape hp whose layers
+// have sliding windows windows (llama.LayerWindows) and whose weights
 // take weights bytes: cpu.PlanPool from --kv-memory or RAM. It is computed
 // before the model loads too (estimateMemory), so it needs no model.
-func servePlan(c serveConfig, hp llama.HParams, weights uint64, log *slog.Logger) (batch.Plan, error) {
+func servePlan(c serveConfig, hp llama.HParams, windows []int, weights uint64, log *slog.Logger) (batch.Plan, error) {
 	pool := cpu.PoolConfig{
 		KVMemory: c.KVMemory, WeightsBytes: weights,
 		Layers: hp.Layers, KVDim: hp.KVHeads * hp.HeadDim, ContextLen: hp.ContextLen,
 		MaxSeqs: c.MaxSeqs, KVType: "f16",
+	}
+	if slidingKV(c) {
+		pool.Windows = windows
 	}
 	if c.KVMemory == 0 {
 		ram, err := cpu.SystemMemory()
@@ -92,8 +107,9 @@ func servePlan(c serveConfig, hp llama.HParams, weights uint64, log *slog.Logger
 	if err != nil {
 		return plan, err
 	}
-	if plan.NumBlocks < 2 {
-		return plan, fmt.Errorf("KV pool of %d block(s) is too small; need at least 2: %s", plan.NumBlocks, plan)
+	// The pool must hold one sequence of two blocks' positions.
+	if need := batch.SeqBlocks(pool.Layout().Windows, plan.BlockSize, 2*plan.BlockSize); plan.NumBlocks < need {
+		return plan, fmt.Errorf("KV pool of %d block(s) is too small; need at least %d: %s", plan.NumBlocks, need, plan)
 	}
 	return plan, nil
 }

@@ -54,7 +54,11 @@ func estimateMemory(c serveConfig, path string, log *slog.Logger) (memEstimate, 
 		}
 	}
 	e.Used, e.Count = hp.MoE.Used, hp.MoE.Experts
-	if e.KV, err = servePlan(c, hp, e.Weights, log); err != nil {
+	windows, err := llama.LayerWindows(f, hp)
+	if err != nil {
+		return e, err
+	}
+	if e.KV, err = servePlan(c, hp, windows, e.Weights, log); err != nil {
 		return e, err
 	}
 	maxSeqs, maxTokens := scheduler.BatchShape(c.MaxSeqs, c.MaxBatchTokens)

@@ -286,6 +286,7 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	sched, err := scheduler.New(scheduler.Config{
 		BlockSize:      kv.BlockSize,
 		NumBlocks:      kv.NumBlocks,
+		KVWindows:      kv.Windows,
 		MaxSeqs:        c.MaxSeqs,
 		MaxBatchTokens: c.MaxBatchTokens,
 		MaxWaiting:     c.MaxWaiting,
