@@ -78,21 +78,42 @@ func newSeqRunner(firstBlock, nBlocks int) *seqRunner {
 
 // greedy runs prompt in one step, then one token per step, and returns the
 // generated tokens and the logits of every step. With forced non-nil, the
-// fed tokens are forced (teacher forcing) instead of the argmax.
+// fed tokens are forced (teacher forcing) instead of the argmax. On a pool
+// laid out in layer groups (Config.SlidingKV) the sequence has one block
+// table per group, taken from the pool's free blocks, and each window
+// group gives back the rows that slid out of its window after every step.
 func greedy(t testing.TB, b *Backend, prompt []int32, n int, forced []int32) ([]int32, [][]float32) {
 	t.Helper()
 	V := b.m.HP.VocabSize
-	r := newSeqRunner(0, (len(prompt)+n+b.cfg.BlockSize)/b.cfg.BlockSize+1)
+	bs := b.cfg.BlockSize
+	r := newSeqRunner(0, (len(prompt)+n+bs)/bs+1)
+	windows := b.KV().Windows
+	var sl *slidingSeq
+	free := &blockList{}
+	if windows != nil {
+		sl = &slidingSeq{tables: make([][]int32, len(windows))}
+		for blk := b.cfg.NumBlocks - 1; blk >= 0; blk-- {
+			free.free = append(free.free, int32(blk))
+		}
+	}
 	toks := prompt
 	var out []int32
 	var all [][]float32
 	for step := range n {
 		lg := make([]float32, V)
 		st := batch.SeqStep{Seq: 1, Tokens: toks, Pos: r.pos, Blocks: r.blocks}
+		if sl != nil {
+			sl.pos = r.pos
+			st.Blocks, st.Tables = nil, sl.grow(t, free, bs, len(toks))
+		}
 		if err := b.Forward(context.Background(), []batch.SeqStep{st}, [][]float32{lg}); err != nil {
 			t.Fatal(err)
 		}
 		r.pos += len(toks)
+		if sl != nil {
+			sl.pos = r.pos
+			sl.slide(free, windows, bs)
+		}
 		next := sample.Argmax(lg)
 		out = append(out, next)
 		all = append(all, lg)

@@ -22,7 +22,7 @@ type slidingSeq struct {
 
 type blockList struct{ free []int32 }
 
-func (l *blockList) take(t *testing.T) int32 {
+func (l *blockList) take(t testing.TB) int32 {
 	if len(l.free) == 0 {
 		t.Fatal("pool exhausted")
 	}
@@ -31,8 +31,8 @@ func (l *blockList) take(t *testing.T) int32 {
 	return b
 }
 
-// step makes s's tables cover n more positions and returns them.
-func (s *slidingSeq) grow(t *testing.T, l *blockList, bs, n int) [][]int32 {
+// grow makes s's tables cover n more positions and returns them.
+func (s *slidingSeq) grow(t testing.TB, l *blockList, bs, n int) [][]int32 {
 	for len(s.tables[0])*bs < s.pos+n {
 		for g := range s.tables {
 			s.tables[g] = append(s.tables[g], l.take(t))

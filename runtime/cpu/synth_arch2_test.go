@@ -63,6 +63,18 @@ func TestSynthArch2Golden(t *testing.T) {
 				checkSynthGoldenFlips(t, "synth/arch2/models/"+name+".gguf", "synth/arch2/golden/"+name+".json",
 					"synth/arch2/golden/synth-"+c.preset+"-F32.json", c.exact, c.strict, c.tol, c.flips)
 			})
+			if c.preset != "gemma3-256" {
+				continue
+			}
+			// The same goldens on a pool in layer groups whose window
+			// groups give back the blocks that slid out of their window
+			// (blocks of 4 positions: a window of 8 spans three rows).
+			t.Run(c.preset+"/"+c.typ+"/sliding-kv", func(t *testing.T) {
+				name := "synth-" + c.preset + "-" + c.typ
+				checkSynthGoldenPool(t, Config{KVType: "f32", BlockSize: 4, NumBlocks: 32, SlidingKV: true},
+					"synth/arch2/models/"+name+".gguf", "synth/arch2/golden/"+name+".json",
+					"synth/arch2/golden/synth-"+c.preset+"-F32.json", c.exact, c.strict, c.tol, c.flips)
+			})
 		}
 	})
 }

@@ -74,13 +74,20 @@ func checkSynthGolden(t *testing.T, model, golden, f32 string, exact, strict boo
 // 1"), where llama.cpp's own activation rounding decides the step.
 func checkSynthGoldenFlips(t *testing.T, model, golden, f32 string, exact, strict bool, tol float64, flips int) {
 	t.Helper()
+	checkSynthGoldenPool(t, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16}, model, golden, f32, exact, strict, tol, flips)
+}
+
+// checkSynthGoldenPool is checkSynthGoldenFlips on a pool configured by
+// cfg (greedy keeps the block tables of a pool in layer groups).
+func checkSynthGoldenPool(t *testing.T, cfg Config, model, golden, f32 string, exact, strict bool, tol float64, flips int) {
+	t.Helper()
 	m := loadModel(t, model)
 	g := readGolden(t, golden)
 	var ref goldenFile
 	if !exact {
 		ref = readGolden(t, f32)
 	}
-	b, err := New(m, Config{KVType: "f32", BlockSize: 16, NumBlocks: 16})
+	b, err := New(m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
