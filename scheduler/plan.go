@@ -212,8 +212,18 @@ func (c *core) admit(sq *seq, now time.Time) bool {
 	if len(c.running) == 0 {
 		wm = 0
 	}
-	if need*c.groups()+wm > c.pool.available()-c.cachedAmong() {
-		return false
+	if avail := c.pool.available() - c.cachedAmong() - wm; need*c.groups() > avail {
+		// With layer groups a chunk takes a block of every group for each
+		// row it spans, window groups included (its first queries read
+		// back a window): the first chunk shrinks to the rows at hand, as
+		// growChunk shrinks later ones, or a long prompt could never start
+		// in a pool sized for what a decoding sequence holds.
+		rows := avail / c.groups()
+		if c.cfg.KVWindows == nil || rows <= 0 {
+			return false
+		}
+		n = min(n, (k+rows)*bs-done)
+		need = c.blocksFor(done+n) - k
 	}
 	c.take(sq, k, need, now)
 	c.addEntry(sq, n)
