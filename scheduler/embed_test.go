@@ -20,14 +20,28 @@ func withHidden(m *schedtest.Model) { m.Hidden = testHidden }
 // beside it: each ends with FinishEmbedded and the pooled vector of its
 // prompt (the fake's reference, bit for bit, for every pooling), nothing
 // sampled, its blocks back in the free list and none in the prefix cache;
-// the generations beside them produce their uninterrupted tokens.
+// the generations beside them produce their uninterrupted tokens. The
+// same on a pool in layer groups (two sliding windows of 6 positions and
+// one global group), whose window groups the fake checks at every step.
 func TestEmbedBesideGeneration(t *testing.T) {
-	for _, how := range []batch.Pooling{batch.PoolMean, batch.PoolLast, batch.PoolCLS} {
-		t.Run(how.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		how     batch.Pooling
+		windows []int
+	}{{batch.PoolMean, nil}, {batch.PoolLast, nil}, {batch.PoolCLS, nil}, {batch.PoolMean, []int{6, 0, 6}}} {
+		how := tc.how
+		name := how.String()
+		if tc.windows != nil {
+			name += "/windows"
+		}
+		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := testConfig()
 				cfg.MaxBatchTokens = 16 // prompts of up to 45 tokens take several chunks
 				cfg.Pooling = how
+				if tc.windows != nil {
+					cfg.KVWindows = tc.windows
+					cfg.NumBlocks *= 3
+				}
 				h := startHarness(t, cfg, withHidden)
 				type sub struct {
 					prompt []int32
