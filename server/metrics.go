@@ -46,6 +46,9 @@ func newMetrics(reg prometheus.Registerer, stats func() scheduler.Stats, kv KVCa
 		gauge("weft_num_requests_running", "Requests in the running batch.", func(s scheduler.Stats) float64 { return float64(s.Running) }),
 		gauge("weft_num_requests_waiting", "Requests waiting for admission.", func(s scheduler.Stats) float64 { return float64(s.Waiting) }),
 		gauge("weft_kv_cache_usage_perc", "Fraction of KV blocks held by running requests (1 = full).", kvUsage),
+		kvBlocks(stats, "used", func(s scheduler.Stats) int { return s.KVBlocksUsed }),
+		kvBlocks(stats, "cached", func(s scheduler.Stats) int { return s.KVBlocksCached }),
+		kvBlocks(stats, "free", func(s scheduler.Stats) int { return s.KVBlocksFree }),
 		cacheConfigInfo(kv),
 		counter("weft_num_preemptions_total", "Preemptions since start.", func(s scheduler.Stats) float64 { return float64(s.Preemptions) }),
 		counter("weft_prompt_tokens_total", "Prompt tokens processed since start.", func(s scheduler.Stats) float64 { return float64(s.PromptTokens) }),
@@ -71,6 +74,17 @@ func cacheConfigInfo(kv KVCache) prometheus.Collector {
 	}, []string{"block_size", "num_gpu_blocks"})
 	g.WithLabelValues(strconv.Itoa(kv.BlockSize), strconv.Itoa(kv.NumBlocks)).Set(1)
 	return g
+}
+
+// kvBlocks is weft_kv_cache_blocks{state}: the ledger's blocks in one
+// state. used + cached + free is the ledger (Stats.KVBlocksTotal), so a
+// block held by no request shows up as used.
+func kvBlocks(stats func() scheduler.Stats, state string, f func(scheduler.Stats) int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "weft_kv_cache_blocks",
+		Help:        "KV blocks of the ledger by state: used (held by running requests), cached (free, holding a reusable prefix), free.",
+		ConstLabels: prometheus.Labels{"state": state},
+	}, func() float64 { return float64(f(stats())) })
 }
 
 func kvUsage(s scheduler.Stats) float64 {

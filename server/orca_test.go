@@ -89,8 +89,10 @@ func scrape(t *testing.T, url string) map[string]float64 {
 type loadView struct {
 	Running, Waiting, KVUsage float64 // /metrics
 	CacheConfig               float64 // weft_cache_config_info{...}
-	AppUtil                   float64 // ORCA application_utilization
-	Named                     map[string]float64
+	// weft_kv_cache_blocks{state}: used, cached and free.
+	KVUsed, KVCached, KVFree float64
+	AppUtil                  float64 // ORCA application_utilization
+	Named                    map[string]float64
 }
 
 // TestLoadReportsTrackScheduler holds the fake model between steps so the
@@ -186,6 +188,8 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 		return loadView{
 			Running: m["weft_num_requests_running"], Waiting: m["weft_num_requests_waiting"],
 			KVUsage: m["weft_kv_cache_usage_perc"], CacheConfig: m[`weft_cache_config_info{block_size="16",num_gpu_blocks="512"}`],
+			KVUsed: m[`weft_kv_cache_blocks{state="used"}`], KVCached: m[`weft_kv_cache_blocks{state="cached"}`],
+			KVFree:  m[`weft_kv_cache_blocks{state="free"}`],
 			AppUtil: r.GetApplicationUtilization(), Named: r.GetNamedMetrics(),
 		}
 	}
@@ -193,6 +197,7 @@ func TestLoadReportsTrackScheduler(t *testing.T) {
 		kv := float64(st.KVBlocksUsed) / float64(st.KVBlocksTotal)
 		return loadView{
 			Running: float64(st.Running), Waiting: float64(st.Waiting), KVUsage: kv, CacheConfig: 1,
+			KVUsed: float64(st.KVBlocksUsed), KVCached: float64(st.KVBlocksCached), KVFree: float64(st.KVBlocksFree),
 			AppUtil: saturation(st, maxSeqs),
 			Named: map[string]float64{
 				"kv_cache_usage": kv, "num_requests_running": float64(st.Running), "num_requests_waiting": float64(st.Waiting),
