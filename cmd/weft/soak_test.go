@@ -10,7 +10,10 @@ package main
 // `go test ./...`. -soak=DURATION runs it that long, with more clients, and
 // logs its figures (BENCHMARKS.md has a run's):
 //
-//	go test -run TestSoak -soak=10m -timeout 30m -v ./cmd/weft
+//	go test ./cmd/weft -run TestSoak -v -timeout 30m -soak=10m
+//
+// (-soak comes after the package: go test hands the flags it does not know,
+// and all after them, to the test binary).
 //
 // The traffic: gRPC Generate (long and short prompts, logprobs, stop
 // strings, json_schema, cancels at random points, slow and stalled

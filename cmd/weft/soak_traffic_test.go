@@ -585,9 +585,14 @@ func (s *soak) grpcReset(ctx context.Context, rng *rand.Rand) result {
 	}
 	after := 1 + rng.IntN(10)
 	tokens := 0
+	final := false
 	for i := 0; i < after; i++ {
 		m, err := st.Recv()
 		if err != nil {
+			if errors.Is(err, io.EOF) && final {
+				// Tokens coalesced into fewer chunks than planned.
+				return result{outcome: "final before the reset", tokens: tokens}
+			}
 			r := refusalOfErr(err)
 			if r.code == codes.ResourceExhausted && r.reason == server.ReasonQueueFull {
 				return result{outcome: "status " + r.String(), tokens: tokens}
@@ -595,6 +600,7 @@ func (s *soak) grpcReset(ctx context.Context, rng *rand.Rand) result {
 			return result{outcome: "status " + r.String(), tokens: tokens, bad: fmt.Sprintf("before the reset: %v", err)}
 		}
 		tokens += len(m.GetChunk().GetTokenIds())
+		final = final || m.GetFinal() != nil
 	}
 	mu.Lock()
 	for _, c := range raw {
@@ -1150,6 +1156,10 @@ func (s *soak) httpReset(ctx context.Context, rng *rand.Rand) result {
 		line, err := rd.ReadString('\n')
 		if err != nil {
 			return badf("cut", "raw POST: the stream ended after %d events: %v", events, err)
+		}
+		if strings.HasPrefix(line, "data: [DONE]") {
+			// Tokens coalesced into fewer events than planned.
+			return result{outcome: "[DONE] before the reset"}
 		}
 		if strings.HasPrefix(line, "data: ") {
 			events++
