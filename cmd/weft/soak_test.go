@@ -19,11 +19,11 @@ package main
 // strings, json_schema, cancels at random points, slow and stalled
 // readers, a TCP reset mid-stream), gRPC Chat (turns that wait, interrupt,
 // ChatCancel, refused turns, abandoned streams; tools under each tool
-// choice, with the calls' results sent back as the next turn), Tokenize and
-// GetModelInfo, OpenAI HTTP completions and chat completions (unary and
-// SSE, n>1, json_schema, tools, cancels, slow and stalled readers, a TCP
-// reset), Anthropic Messages, bad inputs on every door, and `weft chat`
-// child processes killed mid-reply. The KV pool holds less than the
+// choice, with the calls' results sent back as the next turn), Embed,
+// Tokenize and GetModelInfo, OpenAI HTTP completions, chat completions
+// (unary and SSE, n>1, json_schema, tools, cancels, slow and stalled
+// readers, a TCP reset) and embeddings, Anthropic Messages, bad inputs on
+// every door, and `weft chat` child processes killed mid-reply. The KV pool holds less than the
 // clients' sequences want at once, so admission waits for blocks and
 // running sequences are preempted.
 //
@@ -33,7 +33,10 @@ package main
 //     Final per chat turn, or one clean error; none goes without an
 //     outcome past the plan's request limit; no 5xx, no INTERNAL or
 //     UNKNOWN status; bad inputs get the door's error shape; tool calls
-//     name an offered tool and carry JSON arguments;
+//     name an offered tool and carry JSON arguments; every embedding has
+//     the model's width and unit norm, and one text's vector computed
+//     among the traffic matches the one computed alone (1e-4, cosine
+//     0.9999);
 //   - the server stayed up: the process runs and health says SERVING
 //     after the traffic, and the server counted every HTTP request
 //     (weft_http_requests_total);
@@ -154,7 +157,16 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	// The server's log stays when the soak fails.
+	dir, err := os.MkdirTemp("", "weft-soak-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
 	t.Logf("soak: %v of traffic, %d clients, seed %d (-soak-seed)", plan.traffic, plan.clients, seed)
 
 	srv := startSoakServer(t, bin, model, filepath.Join(dir, "serve.log"))
@@ -166,6 +178,10 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("GetModelInfo: %v", err)
 	}
 	s.ctxLen = int(info.GetContextLength())
+	s.embedDim = int(info.GetEmbeddingDimensions())
+	if err := s.embedReference(); err != nil {
+		t.Fatalf("the embedding probe's reference: %v", err)
+	}
 	cold := s.mustScrape().get("go_goroutines")
 
 	// Warm-up: every kind once, so lazily started goroutines and caches
@@ -265,14 +281,14 @@ func TestSoak(t *testing.T) {
 		s.violate("goroutines", "%v", gerr)
 	}
 	rssAfter, _ := vmRSS(srv.pid)
-	rssRef, rssEnd, refAt := sampler.rssWindows(plan.traffic)
+	memRef, memEnd := sampler.memWindows(plan.traffic)
 	growth := 0.0
-	if rssRef > 0 {
-		growth = float64(rssEnd-rssRef) / float64(rssRef)
+	if memRef.rss > 0 {
+		growth = float64(memEnd.rss-memRef.rss) / float64(memRef.rss)
 	}
-	if plan.checkRSS && (rssRef == 0 || growth >= soakRSSGrowth) {
+	if plan.checkRSS && (memRef.rss == 0 || growth >= soakRSSGrowth) {
 		s.violate("rss", "VmRSS %d KiB at %v, %d KiB at the end: %+.1f %% (limit %.0f %%)",
-			rssRef, refAt, rssEnd, 100*growth, 100*soakRSSGrowth)
+			memRef.rss, memRef.at, memEnd.rss, 100*growth, 100*soakRSSGrowth)
 	}
 	if after.get("weft_num_preemptions_total") == 0 {
 		s.violate("pressure", "no preemption in %v: the KV pool did not run short", plan.traffic)
@@ -308,7 +324,9 @@ func TestSoak(t *testing.T) {
 		limit = "not checked in runs under " + soakRSSMinRun.String()
 	}
 	fmt.Fprintf(&b, "VmRSS: %d KiB after the warm-up, %d KiB after the traffic, peak %d KiB; %d KiB at %v (max of the 30 s before), %d KiB at the end (max of the last 30 s): %+.2f %% (%s); %d samples\n",
-		rssBefore, rssAfter, sampler.peakRSS(), rssRef, refAt, rssEnd, 100*growth, limit, sampler.count())
+		rssBefore, rssAfter, sampler.peakRSS(), memRef.rss, memRef.at, memEnd.rss, 100*growth, limit, sampler.count())
+	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); MiB of VmRSS/heap by minute of traffic: %s\n",
+		memRef.heap, memRef.at, memEnd.heap, sampler.byMinute())
 	fmt.Fprintf(&b, "go_goroutines: %.0f at start, %d after the warm-up (baseline), peak %d in the traffic, %d after it\n",
 		cold, baseline, sampler.peakGoroutines, endGoroutines)
 	fmt.Fprintf(&b, "drain: %d streams in flight at SIGTERM, %d ended with their Final; new requests while draining: %s; exit status %d after %v (--drain-timeout %v)\n",
@@ -539,14 +557,16 @@ type sampler struct {
 	stop  chan struct{}
 
 	mu      sync.Mutex
-	samples []rssSample
+	samples []memSample
 	// Peaks seen in the scrapes (written by run only; read after it ends).
 	peakRunning, peakWaiting, peakKVUsed, peakGoroutines int
 }
 
-type rssSample struct {
-	at  time.Duration // since the traffic's start
-	kib int64
+// memSample is the server's memory at one moment, in KiB.
+type memSample struct {
+	at   time.Duration // since the traffic's start
+	rss  int64         // VmRSS
+	heap int64         // go_memstats_heap_inuse_bytes (0: the scrape failed)
 }
 
 func newSampler(srv *soakServer, start time.Time) *sampler {
@@ -567,10 +587,14 @@ func (p *sampler) run(s *soak) {
 			s.violate("rss", "reading VmRSS: %v", err)
 			continue
 		}
-		p.mu.Lock()
-		p.samples = append(p.samples, rssSample{time.Since(p.start), kib})
-		p.mu.Unlock()
+		x := memSample{at: time.Since(p.start), rss: kib}
 		m, err := scrape(p.srv.metric)
+		if err == nil {
+			x.heap = int64(m.get("go_memstats_heap_inuse_bytes")) / 1024
+		}
+		p.mu.Lock()
+		p.samples = append(p.samples, x)
+		p.mu.Unlock()
 		if err != nil {
 			s.violate("metrics", "scrape: %v", err)
 			continue
@@ -588,7 +612,7 @@ func (p *sampler) lastRSS() int64 {
 	if len(p.samples) == 0 {
 		return 0
 	}
-	return p.samples[len(p.samples)-1].kib
+	return p.samples[len(p.samples)-1].rss
 }
 
 func (p *sampler) count() int {
@@ -602,35 +626,54 @@ func (p *sampler) peakRSS() int64 {
 	defer p.mu.Unlock()
 	var m int64
 	for _, x := range p.samples {
-		m = max(m, x.kib)
+		m = max(m, x.rss)
 	}
 	return m
 }
 
-// rssWindows is the largest VmRSS of the 30 s up to minute 2 (a third of
-// the traffic when it is shorter than 6 minutes) and of the traffic's last
-// 30 s: each window spans several GC cycles, so its peak is the live heap's
-// high-water mark, not one cycle's phase.
-func (p *sampler) rssWindows(dur time.Duration) (ref, end int64, refAt time.Duration) {
-	refAt = 2 * time.Minute
+// memWindows is the largest VmRSS and heap in use of the 30 s up to
+// minute 2 (a third of the traffic when it is shorter than 6 minutes) and
+// of the traffic's last 30 s: each window spans several GC cycles, so its
+// peak is the live heap's high-water mark, not one cycle's phase.
+func (p *sampler) memWindows(dur time.Duration) (ref, end memSample) {
+	ref.at = 2 * time.Minute
 	if dur < 6*time.Minute {
-		refAt = dur / 3
+		ref.at = dur / 3
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var last time.Duration
 	if len(p.samples) > 0 {
-		last = p.samples[len(p.samples)-1].at
+		end.at = p.samples[len(p.samples)-1].at
 	}
 	for _, x := range p.samples {
-		if x.at > refAt-30*time.Second && x.at <= refAt {
-			ref = max(ref, x.kib)
+		if x.at > ref.at-30*time.Second && x.at <= ref.at {
+			ref.rss, ref.heap = max(ref.rss, x.rss), max(ref.heap, x.heap)
 		}
-		if x.at > last-30*time.Second {
-			end = max(end, x.kib)
+		if x.at > end.at-30*time.Second {
+			end.rss, end.heap = max(end.rss, x.rss), max(end.heap, x.heap)
 		}
 	}
-	return ref, end, refAt
+	return ref, end
+}
+
+// byMinute is the largest VmRSS and heap in use of each minute of the
+// traffic, in MiB: "rss/heap" per minute.
+func (p *sampler) byMinute() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var mins []memSample
+	for _, x := range p.samples {
+		i := int(x.at / time.Minute)
+		for len(mins) <= i {
+			mins = append(mins, memSample{})
+		}
+		mins[i].rss, mins[i].heap = max(mins[i].rss, x.rss), max(mins[i].heap, x.heap)
+	}
+	parts := make([]string, len(mins))
+	for i, m := range mins {
+		parts[i] = fmt.Sprintf("%d/%d", m.rss/1024, m.heap/1024)
+	}
+	return strings.Join(parts, " ")
 }
 
 // soak is the clients' shared state.
@@ -641,6 +684,10 @@ type soak struct {
 	bin    string
 	tally  *tally
 	ctxLen int
+	// embedDim is the model's embedding width; embedRef is embedProbe's
+	// vector computed alone before the traffic.
+	embedDim int
+	embedRef []float32
 
 	conn     *grpc.ClientConn
 	grpc     inferencev1.InferenceServiceClient

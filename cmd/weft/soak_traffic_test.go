@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -73,6 +76,7 @@ var soakKinds = []soakKind{
 	}},
 	{"grpc_chat", 10, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.chat(ctx, rng) }},
 	{"grpc_chat_tools", 6, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.chatTools(ctx, rng) }},
+	{"grpc_embed", 4, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.embed(ctx, rng) }},
 	{"grpc_unary", 3, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.grpcUnary(ctx, rng) }},
 	{"grpc_bad_input", 4, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.grpcBad(ctx, rng) }},
 	{"grpc_tcp_reset", 2, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.grpcReset(ctx, rng) }},
@@ -106,6 +110,7 @@ var soakKinds = []soakKind{
 		b, choice := chatToolsBody(rng)
 		return s.openAI(ctx, "/v1/chat/completions", b, sseOpts{cancelAfter: -1, tools: choice})
 	}},
+	{"http_embeddings", 4, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.embeddings(ctx, rng) }},
 	{"http_messages", 4, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.messages(ctx, rng) }},
 	{"http_bad_input", 4, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.httpBad(ctx, rng) }},
 	{"http_tcp_reset", 2, func(ctx context.Context, s *soak, rng *rand.Rand) result { return s.httpReset(ctx, rng) }},
@@ -163,7 +168,7 @@ var chatLines = []string{
 const storyOpening = "Once upon a time, in a small town by the sea, there lived a kind old man who had a little dog and a big garden. "
 
 // longText is a long prompt: the opening and 10 to 39 of the short
-// prompts, about 120 to 380 tokens of stories260K (whose context is 512).
+// prompts, about 120 to 380 tokens of stories260K.
 func longText(rng *rand.Rand) string {
 	var b strings.Builder
 	b.WriteString(storyOpening)
@@ -204,6 +209,19 @@ func genRequest(rng *rand.Rand, withJSON bool) *inferencev1.GenerateRequest {
 			JsonSchema: &inferencev1.JsonSchema{Schema: personSchema, Name: "person"}}}
 	}
 	return r
+}
+
+// sendFailed is a Chat Send that failed: a Send that returns io.EOF means
+// the server ended the stream, and its status is what Recv returns.
+func sendFailed(st grpc.BidiStreamingClient[inferencev1.ChatRequest, inferencev1.ChatResponse], err error) result {
+	if errors.Is(err, io.EOF) {
+		for {
+			if _, err = st.Recv(); err != nil {
+				break
+			}
+		}
+	}
+	return badf("send_failed", "Chat Send: the stream ended with %v", err)
 }
 
 // grpcRefusal is what a gRPC status says: its code and its ErrorInfo
@@ -390,7 +408,7 @@ func (s *soak) chat(ctx context.Context, rng *rand.Rand) result {
 		return st.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: t}})
 	}
 	if err := send(); err != nil {
-		return badf("send_failed", "Chat Send: %v", err)
+		return sendFailed(st, err)
 	}
 	terminals := map[int32]int{}
 	chunks := map[int32]int{}
@@ -435,11 +453,11 @@ func (s *soak) chat(ctx context.Context, rng *rand.Rand) result {
 			switch p.action {
 			case "interrupt":
 				if err := send(); err != nil {
-					return badf("send_failed", "Chat Send: %v", err)
+					return sendFailed(st, err)
 				}
 			case "cancel":
 				if err := st.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Cancel{Cancel: &inferencev1.ChatCancel{}}}); err != nil {
-					return badf("send_failed", "Chat Send: %v", err)
+					return sendFailed(st, err)
 				}
 			case "abandon":
 				abandoned = true
@@ -480,7 +498,7 @@ func (s *soak) chat(ctx context.Context, rng *rand.Rand) result {
 		if int(idx) == sent-1 {
 			if sent < turns {
 				if err := send(); err != nil {
-					return badf("send_failed", "Chat Send: %v", err)
+					return sendFailed(st, err)
 				}
 			} else {
 				st.CloseSend()
@@ -1032,6 +1050,8 @@ func (s *soak) httpBad(ctx context.Context, rng *rand.Rand) result {
 		{"oversized prompt", "/v1/completions", map[string]any{"model": "llama", "prompt": strings.Repeat("a dog ran. ", 4000)}, 400},
 		{"prompt over the context", "/v1/completions", map[string]any{"model": "llama", "prompt": ids}, 400},
 		{"bad schema", "/v1/chat/completions", chat(map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": 5}}}}), 400},
+		{"embeddings of other dimensions", "/v1/embeddings", map[string]any{"model": "llama", "input": "a dog", "dimensions": 7}, 400},
+		{"embeddings of no input", "/v1/embeddings", map[string]any{"model": "llama", "input": []string{}}, 400},
 		{"messages without max_tokens", "/v1/messages", map[string]any{"model": "llama", "messages": []map[string]any{{"role": "user", "content": "hi"}}}, 400},
 	}
 	c := cases[rng.IntN(len(cases))]
@@ -1454,11 +1474,15 @@ func readToolReply(st grpc.BidiStreamingClient[inferencev1.ChatRequest, inferenc
 // check checks a tool turn's end given its tool choice: enforced (required
 // or a named tool) ends with calls or at max_tokens; none never calls; auto
 // may also end with a malformed call (FINISH_REASON_ERROR). A cancelled
-// turn may end CANCELLED; a turn may be refused with QUEUE_FULL.
-func (r *toolReply) check(choice string, cancelled bool) (outcome string) {
+// turn may end CANCELLED; a turn may be refused with QUEUE_FULL, and with
+// PROMPT_TOO_LONG when mayBeLong (the conversation, tool definitions and
+// calls included, outgrew the context: the client's to shorten).
+func (r *toolReply) check(choice string, cancelled, mayBeLong bool) (outcome string) {
 	if r.err != nil {
 		outcome = "turn_error " + codes.Code(r.err.GetCode()).String() + "/" + r.err.GetReason()
-		if codes.Code(r.err.GetCode()) != codes.ResourceExhausted || r.err.GetReason() != server.ReasonQueueFull || r.err.GetDomain() != server.ErrorDomain {
+		full := codes.Code(r.err.GetCode()) == codes.ResourceExhausted && r.err.GetReason() == server.ReasonQueueFull
+		long := mayBeLong && codes.Code(r.err.GetCode()) == codes.InvalidArgument && r.err.GetReason() == server.ReasonPromptTooLong
+		if !full && !long || r.err.GetDomain() != server.ErrorDomain {
 			r.bad = append(r.bad, fmt.Sprintf("TurnError %v", r.err))
 		}
 		return outcome
@@ -1561,14 +1585,14 @@ func (s *soak) chatTools(ctx context.Context, rng *rand.Rand) result {
 		Stopping:          &inferencev1.StoppingCriteria{MaxTokens: int32(200 + rng.IntN(200))},
 	}
 	if err := st.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: turn}}); err != nil {
-		return badf("send_failed", "Chat Send: %v", err)
+		return sendFailed(st, err)
 	}
 	first, err := readToolReply(st, 0, cancelAt)
 	if err != nil {
 		r := refusalOfErr(err)
 		return result{outcome: "status " + r.String(), tokens: first.tokens, bad: fmt.Sprintf("Chat with tools ended with %v: %v", r, err)}
 	}
-	outcome := tc.name + " " + first.check(tc.name, cancelAt > 0)
+	outcome := tc.name + " " + first.check(tc.name, cancelAt > 0, false)
 	tokens := first.tokens
 	bad := first.bad
 	if first.final != nil {
@@ -1585,14 +1609,14 @@ func (s *soak) chatTools(ctx context.Context, rng *rand.Rand) result {
 				Content: `{"temperature": 21, "sky": "clear"}`})
 		}
 		if err := st.Send(&inferencev1.ChatRequest{Request: &inferencev1.ChatRequest_Turn{Turn: next}}); err != nil {
-			return badf("send_failed", "Chat Send: %v", err)
+			return sendFailed(st, err)
 		}
 		second, err := readToolReply(st, 1, 0)
 		if err != nil {
 			r := refusalOfErr(err)
 			return result{outcome: "status " + r.String(), tokens: tokens, bad: fmt.Sprintf("Chat with tools, turn 1, ended with %v: %v", r, err)}
 		}
-		outcome += ", then " + second.check("auto", false)
+		outcome += ", then " + second.check("auto", false, true)
 		tokens += second.tokens
 		bad = append(bad, second.bad...)
 		if second.final != nil {
@@ -1600,7 +1624,7 @@ func (s *soak) chatTools(ctx context.Context, rng *rand.Rand) result {
 		}
 	}
 	if err := st.CloseSend(); err != nil {
-		return badf("send_failed", "CloseSend: %v", err)
+		return sendFailed(st, err)
 	}
 	if m, err := st.Recv(); !errors.Is(err, io.EOF) {
 		bad = append(bad, fmt.Sprintf("after the half-close: %v, %v", m, err))
@@ -1643,4 +1667,175 @@ func chatToolsBody(rng *rand.Rand) (map[string]any, string) {
 		b["stream_options"] = map[string]any{"include_usage": true}
 	}
 	return b, c.name
+}
+
+// embedProbe is a text every embedding request carries among its inputs:
+// its vector must match the one computed alone before the traffic within
+// the README's tolerance (1e-4 per component, cosine >= 0.9999), whatever
+// ran beside it.
+const embedProbe = "The little dog ran to the park and found a big red ball."
+
+// embedReference computes embedProbe's vector with nothing else running.
+func (s *soak) embedReference() error {
+	r, err := s.grpc.Embed(context.Background(), &inferencev1.EmbedRequest{
+		Inputs: []*inferencev1.EmbedInput{{Input: &inferencev1.EmbedInput_Text{Text: embedProbe}}}})
+	if err != nil {
+		return err
+	}
+	if len(r.GetEmbeddings()) != 1 || len(r.GetEmbeddings()[0].GetValues()) != s.embedDim || s.embedDim == 0 {
+		return fmt.Errorf("Embed of one input: %d vectors, want 1 of %d values", len(r.GetEmbeddings()), s.embedDim)
+	}
+	s.embedRef = r.GetEmbeddings()[0].GetValues()
+	return nil
+}
+
+// checkVector checks one embedding: the model's width, unit norm, and for
+// the probe the reference vector.
+func (s *soak) checkVector(v []float32, probe bool) string {
+	if len(v) != s.embedDim {
+		return fmt.Sprintf("a vector of %d values, the model's width is %d", len(v), s.embedDim)
+	}
+	var norm, dot, refNorm, worst float64
+	for i, x := range v {
+		norm += float64(x) * float64(x)
+		if probe {
+			y := float64(s.embedRef[i])
+			dot += float64(x) * y
+			refNorm += y * y
+			worst = max(worst, math.Abs(float64(x)-y))
+		}
+	}
+	if math.Abs(math.Sqrt(norm)-1) > 1e-3 {
+		return fmt.Sprintf("a vector of L2 norm %g, want 1", math.Sqrt(norm))
+	}
+	if probe {
+		if cos := dot / math.Sqrt(norm*refNorm); worst > 1e-4 || cos < 0.9999 {
+			return fmt.Sprintf("the probe's vector differs from its reference by up to %g per component, cosine %.7f", worst, cos)
+		}
+	}
+	return ""
+}
+
+// embedInputs are 1 to 6 inputs, the probe among them: short and long
+// texts and, when withIDs, one time in four token ids (OpenAI's input
+// takes texts or token ids, not both); it returns where the probe is.
+func embedInputs(rng *rand.Rand, withIDs bool) (texts []any, probeAt int) {
+	n := 1 + rng.IntN(6)
+	probeAt = rng.IntN(n)
+	for i := range n {
+		switch {
+		case i == probeAt:
+			texts = append(texts, embedProbe)
+		case withIDs && rng.IntN(4) == 0:
+			ids := make([]int32, 1+rng.IntN(60))
+			for j := range ids {
+				ids[j] = int32(3 + rng.IntN(500))
+			}
+			texts = append(texts, ids)
+		default:
+			texts = append(texts, promptText(rng))
+		}
+	}
+	return texts, probeAt
+}
+
+// embed sends one gRPC Embed request: one vector per input, in order, of
+// the model's width and unit norm, the probe's equal to its reference, the
+// tokens counted; or QUEUE_FULL.
+func (s *soak) embed(ctx context.Context, rng *rand.Rand) result {
+	texts, probeAt := embedInputs(rng, true)
+	req := &inferencev1.EmbedRequest{}
+	for _, t := range texts {
+		switch t := t.(type) {
+		case string:
+			req.Inputs = append(req.Inputs, &inferencev1.EmbedInput{Input: &inferencev1.EmbedInput_Text{Text: t}})
+		case []int32:
+			req.Inputs = append(req.Inputs, &inferencev1.EmbedInput{Input: &inferencev1.EmbedInput_TokenIds{TokenIds: &inferencev1.TokenIds{Ids: t}}})
+		}
+	}
+	r, err := s.grpc.Embed(ctx, req)
+	if err != nil {
+		ref := refusalOfErr(err)
+		res := result{outcome: "status " + ref.String()}
+		if ref.code != codes.ResourceExhausted || ref.reason != server.ReasonQueueFull || !ref.clean() {
+			res.bad = fmt.Sprintf("Embed: %v", err)
+		}
+		return res
+	}
+	var bad []string
+	if len(r.GetEmbeddings()) != len(texts) {
+		return badf("bad response", "Embed of %d inputs: %d vectors", len(texts), len(r.GetEmbeddings()))
+	}
+	sum := 0
+	for i, e := range r.GetEmbeddings() {
+		sum += int(e.GetPromptTokens())
+		if msg := s.checkVector(e.GetValues(), i == probeAt); msg != "" {
+			bad = append(bad, fmt.Sprintf("input %d: %s", i, msg))
+		}
+	}
+	if sum != int(r.GetPromptTokens()) || sum == 0 {
+		bad = append(bad, fmt.Sprintf("prompt_tokens %d, the inputs' add up to %d", r.GetPromptTokens(), sum))
+	}
+	return result{outcome: "ok", bad: strings.Join(bad, "; ")}
+}
+
+// embeddings sends one POST /v1/embeddings (float or base64 encoding) and
+// checks it as embed does; or a 429.
+func (s *soak) embeddings(ctx context.Context, rng *rand.Rand) result {
+	texts, probeAt := embedInputs(rng, false)
+	format := []string{"float", "base64"}[rng.IntN(2)]
+	resp, err := s.post(ctx, "/v1/embeddings", map[string]any{"model": "llama", "input": texts, "encoding_format": format})
+	if err != nil {
+		return badf("transport error", "/v1/embeddings: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r := httpRefusal(resp, false)
+		if r.bad == "" && resp.StatusCode != http.StatusTooManyRequests {
+			r.bad = fmt.Sprintf("/v1/embeddings: status %d for a valid request", resp.StatusCode)
+		}
+		return r
+	}
+	var body struct {
+		Data []struct {
+			Index     int             `json:"index"`
+			Embedding json.RawMessage `json:"embedding"`
+		} `json:"data"`
+		Usage *struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Usage == nil || body.Usage.PromptTokens == 0 {
+		return badf("bad body", "/v1/embeddings: %v, usage %v", err, body.Usage)
+	}
+	if len(body.Data) != len(texts) {
+		return badf("bad body", "/v1/embeddings of %d inputs: %d vectors", len(texts), len(body.Data))
+	}
+	var bad []string
+	for i, d := range body.Data {
+		var v []float32
+		if format == "float" {
+			err = json.Unmarshal(d.Embedding, &v)
+		} else {
+			var b64 string
+			var raw []byte
+			if err = json.Unmarshal(d.Embedding, &b64); err == nil {
+				raw, err = base64.StdEncoding.DecodeString(b64)
+			}
+			for j := 0; err == nil && j+4 <= len(raw); j += 4 {
+				v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(raw[j:])))
+			}
+		}
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("data[%d] (%s): %v", i, format, err))
+		case d.Index != i:
+			bad = append(bad, fmt.Sprintf("data[%d] has index %d", i, d.Index))
+		default:
+			if msg := s.checkVector(v, i == probeAt); msg != "" {
+				bad = append(bad, fmt.Sprintf("data[%d] (%s): %s", i, format, msg))
+			}
+		}
+	}
+	return result{outcome: "200 " + format, bad: strings.Join(bad, "; ")}
 }
