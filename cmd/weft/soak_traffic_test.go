@@ -494,8 +494,9 @@ func (s *soak) chat(ctx context.Context, rng *rand.Rand) result {
 			bad = append(bad, fmt.Sprintf("turn %d: an empty ChatResponse", idx))
 			continue
 		}
-		// The turn ended: the next one, or the end of the stream.
-		if int(idx) == sent-1 {
+		// The turn ended: the next one, or the end of the stream (not on
+		// a stream the client abandoned: its Recv ends with Canceled).
+		if int(idx) == sent-1 && !abandoned {
 			if sent < turns {
 				if err := send(); err != nil {
 					return sendFailed(st, err)
