@@ -74,6 +74,13 @@ func (h *Handler) constraint(p formatParams) (sample.Constraint, error) {
 	case n > 1:
 		return nil, badParam(param, "only one of response_format, guided_json, guided_regex, guided_choice and guided_grammar may be set")
 	}
+	return h.compileFormat(param, f)
+}
+
+// compileFormat compiles f through the Door's cache (one for every door);
+// a format that does not compile, or a model that cannot enforce one, is a
+// 400 naming param.
+func (h *Handler) compileFormat(param string, f constrain.Format) (sample.Constraint, error) {
 	c, err := h.door.Constraint(f)
 	if errors.Is(err, frontdoor.ErrNoTokenBytes) || errors.Is(err, constrain.ErrInvalid) {
 		return nil, badParam(param, "%v", err)

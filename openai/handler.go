@@ -363,8 +363,11 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := h.chatPrompt(ctx, req.Messages, tools, v)
+	msgs, err := chatMessages(req.Messages)
 	if err != nil {
+		return nil, err
+	}
+	if err := frontdoor.CheckToolMessages(msgs, 0); err != nil {
 		return nil, err
 	}
 	maxTokens := req.MaxCompletionTokens
@@ -372,27 +375,52 @@ func (h *Handler) chatJob(ctx context.Context, req *chatRequest) (*job, error) {
 		maxTokens = req.MaxTokens
 	}
 	j := &job{id: newID("chatcmpl-"), kind: kindChat, model: req.Model, n: n, params: req.commonParams, logprobs: lp}
+	if err := h.chatRequests(ctx, j, msgs, tools, v, maxTokens, nil); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// chatRequests renders a conversation whose tool calls and results are
+// checked (frontdoor.CheckToolMessages) with its tools and template
+// variables (frontdoor.ChatPromptTools: contents tokenized as plain text,
+// never control tokens; bytes bounded before tokenizing; a prompt over
+// the context refused) and makes j's one prompt: its j.n requests,
+// sampled as j.params say, constrained by format (nil: j.params' own
+// format, if any) or, under tool choice required or a named tool, by the
+// Door's call grammar. Every chat-shaped endpoint (chat completions,
+// responses) ends here.
+func (h *Handler) chatRequests(ctx context.Context, j *job, msgs []chat.Message, tools *frontdoor.ToolSpec, v chat.Vars, maxTokens *int, format sample.Constraint) error {
+	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
+	if err != nil {
+		return err
+	}
 	if tools.Parse() {
 		j.tools = tools
 	}
-	reqs, err := h.buildRequests(j.id, prompt, req.commonParams, maxTokens, nil, lp, n)
+	reqs, err := h.buildRequests(j.id, prompt, j.params, maxTokens, nil, j.logprobs, j.n)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if format != nil {
+		for i := range reqs {
+			reqs[i].Sampling.Constraint = format
+		}
 	}
 	tc, err := h.door.ToolConstraint(tools)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if tc != nil {
 		if reqs[0].Sampling.Constraint != nil {
-			return nil, badParam("tool_choice", "%s cannot be combined with a response format", tools.Choice)
+			return badParam("tool_choice", "%s cannot be combined with a response format", tools.Choice)
 		}
 		for i := range reqs {
 			reqs[i].Sampling.Constraint = tc
 		}
 	}
 	j.prompts = []jobPrompt{{reqs: reqs}}
-	return j, nil
+	return nil
 }
 
 // logUser logs the request's user field (it decides nothing).
@@ -411,13 +439,16 @@ func (h *Handler) chatPrompt(ctx context.Context, in []chatMessage, tools *front
 	if err != nil {
 		return nil, err
 	}
+	if err := frontdoor.CheckToolMessages(msgs, 0); err != nil {
+		return nil, err
+	}
 	_, prompt, err := h.door.ChatPromptTools(ctx, msgs, 0, frontdoor.Reject, v, tools)
 	return prompt, err
 }
 
-// chatMessages checks the messages' wire shape and their tool calls and
-// results (frontdoor.CheckToolMessages) and turns them into the messages
-// the template renders.
+// chatMessages checks the messages' wire shape and turns them into the
+// conversation the template renders (their tool calls and results are
+// frontdoor.CheckToolMessages' to check).
 func chatMessages(in []chatMessage) ([]chat.Message, error) {
 	if len(in) == 0 {
 		return nil, badParam("messages", "at least one message is required")
@@ -450,9 +481,6 @@ func chatMessages(in []chatMessage) ([]chat.Message, error) {
 		if m.Role == "tool" {
 			msgs[i].ToolCallID, msgs[i].Name = m.ToolCallID, m.Name
 		}
-	}
-	if err := frontdoor.CheckToolMessages(msgs, 0); err != nil {
-		return nil, err
 	}
 	return msgs, nil
 }
