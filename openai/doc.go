@@ -1,7 +1,9 @@
 // Package openai serves weft's scheduler over the OpenAI-compatible HTTP
 // API, beside the gRPC server: POST /v1/completions, POST
 // /v1/chat/completions (both streaming with Server-Sent Events, or not),
-// POST /v1/embeddings, GET /v1/models and GET /health.
+// POST /v1/embeddings, POST /v1/responses (OpenAI's Responses API,
+// stateless: responses.go says what it serves; its requests take chat's
+// path), GET /v1/models and GET /health.
 //
 // It is a wire adapter on the process's one request pipeline,
 // internal/frontdoor's Door (Config.Door, shared with the gRPC server; it

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/weft-inference/weft/internal/frontdoor"
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -175,6 +176,94 @@ func FuzzEmbeddingsDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/embeddings", strings.NewReader(body)))
+		if w.Code == http.StatusTooManyRequests {
+			return
+		}
+		if w.Code < 400 || w.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
+		}
+		var e errorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+			t.Fatalf("status %d, body %q is not an OpenAI error (%v)", w.Code, w.Body, err)
+		}
+	})
+}
+
+// FuzzResponsesDecode feeds outside bytes to /v1/responses' decoder: the
+// conversation it builds, when it and frontdoor.CheckToolMessages accept
+// one, has valid UTF-8, known roles, JSON call arguments and tool
+// messages that answer an earlier call; a refusal is a 400. Through the handler (ChatML, the generic tool fallback)
+// every answer is an OpenAI-shaped 4xx or reaches the scheduler (429),
+// never a panic or a 5xx.
+func FuzzResponsesDecode(f *testing.F) {
+	m, err := runtime.Load(shareddata.Path(f, "models/stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	tmpl, err := chat.Fallback("chatml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	h, err := New(Config{Scheduler: refusingScheduler{}, Door: newDoor(f, refusingScheduler{}, m.Tok, tmpl), Tokenizer: m.Tok,
+		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.SetServing(true)
+	tool := `{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}`
+	for _, seed := range []string{
+		`{"model":"m","input":"hi","instructions":"be brief","max_output_tokens":8,"temperature":0.5,"top_p":0.9}`,
+		`{"model":"m","input":[{"role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"message","role":"user","content":"y"}],"stream":true}`,
+		`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"reasoning","summary":[{"type":"summary_text","text":"r"}]},` +
+			`{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"2"}],"tools":[` + tool + `]}`,
+		`{"model":"m","input":"hi","tools":[` + tool + `],"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":false}`,
+		`{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"}}},"reasoning":{"effort":"high"}}`,
+		`{"model":"m","input":"hi","store":true,"previous_response_id":"resp_1"}`,
+		`{"model":"m","input":"hi","include":["message.output_text.logprobs","reasoning.encrypted_content"],"top_logprobs":3}`,
+		`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`,
+		`{"model":"m","input":[{"role":"assistant","content":[{"type":"output_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f"}]}`,
+		`{"model":"m","input":[]}`, `{"model":"m","input":{}}`, `[]`, `null`, ``,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		var req responsesRequest
+		if json.Unmarshal([]byte(body), &req) == nil {
+			msgs, src, err := respConversation(&req)
+			if err == nil {
+				err = src.rename(frontdoor.CheckToolMessages(msgs, 0))
+			}
+			if err != nil {
+				if e := apiErrorOf(err); e.status != http.StatusBadRequest || e.Param == nil {
+					t.Fatalf("conversation error %v: status %d, param %v; want a 400 naming a parameter", err, e.status, e.Param)
+				}
+				msgs = nil
+			}
+			calls := map[string]bool{}
+			for i, m := range msgs {
+				if !utf8.ValidString(m.Content) || !utf8.ValidString(m.ReasoningContent) {
+					t.Errorf("message %d: not valid UTF-8", i)
+				}
+				switch m.Role {
+				case "system", "user", "assistant":
+				case "tool":
+					if !calls[m.ToolCallID] {
+						t.Errorf("message %d answers call %q, which no earlier message made", i, m.ToolCallID)
+					}
+				default:
+					t.Errorf("message %d: role %q", i, m.Role)
+				}
+				for _, c := range m.ToolCalls {
+					calls[c.ID] = true
+					if c.Arguments != "" && !json.Valid([]byte(c.Arguments)) {
+						t.Errorf("message %d: call arguments %q not JSON", i, c.Arguments)
+					}
+				}
+			}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body)))
 		if w.Code == http.StatusTooManyRequests {
 			return
 		}

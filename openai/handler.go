@@ -67,6 +67,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.Handle("POST /v1/embeddings", h.authed(h.embeddings))
 	h.mux.Handle("POST /tokenize", h.authed(h.tokenize))
 	h.mux.Handle("POST /detokenize", h.authed(h.detokenize))
+	h.mux.Handle("POST /v1/responses", h.authed(h.responses))
 	h.root = h.observe(h.mux)
 	return h, nil
 }

@@ -23,6 +23,7 @@ type kind int
 const (
 	kindCompletion kind = iota
 	kindChat
+	kindResponse // POST /v1/responses (responses.go)
 )
 
 // jobPrompt is one prompt of a job and what its choices start with.
@@ -102,8 +103,12 @@ func (h *Handler) follow(ctx context.Context, j *job, c *choice, start time.Time
 			return ctx.Err()
 		}
 	}
+	door := frontdoor.DoorOpenAI
+	if j.kind == kindResponse {
+		door = frontdoor.DoorResponses
+	}
 	h.door.Follow(ctx, c.st, frontdoor.Follow{
-		Door:  frontdoor.DoorOpenAI,
+		Door:  door,
 		Start: start,
 		Send:  func(ev scheduler.Event) error { return put(update{c: c, ev: ev}) },
 		Done: func(res frontdoor.Followed) {
@@ -121,8 +126,11 @@ func (h *Handler) follow(ctx context.Context, j *job, c *choice, start time.Time
 
 // wireErr renames the owners' field names in err where this endpoint's
 // parameter differs: completions' logprobs is the sampler's
-// top_logprobs.
+// top_logprobs; responses' names are respWireErr's.
 func (j *job) wireErr(err error) error {
+	if j.kind == kindResponse {
+		return respWireErr(err)
+	}
 	var pe *sample.ParamError
 	if j.kind == kindCompletion && errors.As(err, &pe) && pe.Field == "top_logprobs" {
 		return badParam("logprobs", "%s", pe.Msg)
@@ -328,7 +336,7 @@ func (h *Handler) add(j *job, c *choice, ev scheduler.Event) chunkDelta {
 	if !j.logprobs.on || len(ev.Tokens) == 0 {
 		return d
 	}
-	if j.kind == kindChat {
+	if j.kind != kindCompletion { // chat's shape (responses' output_text too)
 		d.chatLP = h.chatLogprobs(ev.Tokens)
 		c.chatLP = append(c.chatLP, d.chatLP...)
 		return d

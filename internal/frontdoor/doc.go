@@ -41,7 +41,7 @@
 //     time, the rest cancelled at the first failure;
 //   - the per-request metrics (TTFT, TPOT, e2e, queue time, success),
 //     fed from each Final by Follow and labelled
-//     door="grpc"|"openai"|"anthropic".
+//     door="grpc"|"openai"|"anthropic"|"responses".
 //
 // # Who owns what
 //

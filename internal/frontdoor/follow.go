@@ -22,7 +22,7 @@ var errNoFinal = errors.New("scheduler stream ended without a final event")
 // Follow says how to follow one submitted sequence's stream.
 type Follow struct {
 	// Door labels the sequence's metrics (DoorGRPC, DoorOpenAI,
-	// DoorAnthropic).
+	// DoorAnthropic, DoorResponses).
 	Door string
 	// Start is the request's arrival (e2e latency, trace spans).
 	Start time.Time

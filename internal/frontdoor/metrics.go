@@ -18,6 +18,7 @@ const (
 	DoorGRPC      = "grpc"
 	DoorOpenAI    = "openai"
 	DoorAnthropic = "anthropic"
+	DoorResponses = "responses" // OpenAI's Responses API (package openai)
 )
 
 // metrics are the per-request Prometheus series (vLLM's meanings, weft_
