@@ -373,6 +373,41 @@ var chatDoors = []struct {
 		}
 		return a
 	}},
+	{frontdoor.DoorResponses, func(t *testing.T, d *doors, c chatConv) chatAnswer {
+		var out struct {
+			Status string `json:"status"`
+			Output []struct {
+				Type    string `json:"type"`
+				Content []struct {
+					Text     string `json:"text"`
+					Logprobs []struct {
+						Bytes []byte `json:"bytes"`
+					} `json:"logprobs"`
+				} `json:"content"`
+			} `json:"output"`
+			Usage struct {
+				InputTokens  int `json:"input_tokens"`
+				OutputTokens int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		d.postJSON(t, "/v1/responses", map[string]any{"model": d.model, "temperature": 0, "max_output_tokens": c.maxTokens,
+			"include": []string{"message.output_text.logprobs"}, "instructions": c.system,
+			"input": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "input_text", "text": c.user}}}}}, &out)
+		a := chatAnswer{PromptTokens: out.Usage.InputTokens, CompletionTokens: out.Usage.OutputTokens, Tokens: []string{},
+			Finish: map[string]string{"incomplete": "length", "completed": "stop"}[out.Status]}
+		for _, it := range out.Output {
+			if it.Type != "message" {
+				t.Fatalf("responses: output item %q, want one message", it.Type)
+			}
+			for _, ct := range it.Content {
+				a.Text += ct.Text
+				for _, lp := range ct.Logprobs {
+					a.Tokens = append(a.Tokens, string(lp.Bytes))
+				}
+			}
+		}
+		return a
+	}},
 	{frontdoor.DoorAnthropic, func(t *testing.T, d *doors, c chatConv) chatAnswer {
 		var out struct {
 			Content []struct {
@@ -396,7 +431,7 @@ var chatDoors = []struct {
 }
 
 // TestSameChatEveryDoor: one greedy chat conversation through every chat
-// door (gRPC Chat, /v1/chat/completions, /v1/messages) gives the same
+// door (gRPC Chat, /v1/chat/completions, /v1/responses, /v1/messages) gives the same
 // tokens (their bytes, where the door shows them), text, usage and finish,
 // and the same increments of the per-request metrics, door label aside.
 func TestSameChatEveryDoor(t *testing.T) {
