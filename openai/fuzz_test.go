@@ -276,3 +276,63 @@ func FuzzResponsesDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTokenizeDecode posts arbitrary bodies to /tokenize and /detokenize:
+// no panic, no 5xx; a 200 is the door's reply shape (on /tokenize a count
+// equal to its tokens, every id in the vocabulary), anything else an
+// OpenAI-shaped 4xx error.
+func FuzzTokenizeDecode(f *testing.F) {
+	m, err := runtime.Load(shareddata.Path(f, "models/stories260K.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	sched := embedRefusingScheduler{}
+	h, err := New(Config{Scheduler: sched, Door: newDoor(f, sched, m.Tok, nil), Tokenizer: m.Tok,
+		ModelNames: []string{"m"}, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.SetServing(true)
+	for _, seed := range []string{
+		`{"prompt":"Once upon a time"}`, `{"model":"m","prompt":"hi","add_special_tokens":false}`,
+		`{"model":"m","messages":[{"role":"user","content":"Tell me a story."}]}`,
+		`{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":false}`,
+		`{"prompt":"a","messages":[]}`, `{"model":"gpt-4","prompt":"a"}`, `{"prompt":"\udc00"}`, `{}`, `[]`, `null`,
+		`{"tokens":[403,407,261,378]}`, `{"tokens":[-1]}`, `{"tokens":[999999]}`, `{"tokens":[]}`, `{"tokens":"x"}`,
+	} {
+		f.Add("/tokenize", seed)
+		f.Add("/detokenize", seed)
+	}
+	f.Fuzz(func(t *testing.T, path, body string) {
+		if path != "/tokenize" {
+			path = "/detokenize"
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		switch {
+		case w.Code == http.StatusOK && path == "/tokenize":
+			var r tokenizeResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil || r.Count != len(r.Tokens) {
+				t.Fatalf("%s %q: 200 with %q (%v)", path, body, w.Body, err)
+			}
+			for _, id := range r.Tokens {
+				if id < 0 || int(id) >= m.Tok.VocabSize() {
+					t.Fatalf("%s %q: token %d outside the vocabulary", path, body, id)
+				}
+			}
+		case w.Code == http.StatusOK:
+			var r detokenizeResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil {
+				t.Fatalf("%s %q: 200 with %q (%v)", path, body, w.Body, err)
+			}
+		case w.Code >= 400 && w.Code < 500:
+			var e errorBody
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+				t.Fatalf("%s: status %d, body %q is not an OpenAI error (%v)", path, w.Code, w.Body, err)
+			}
+		default:
+			t.Fatalf("%s %q: status %d: %s", path, body, w.Code, w.Body)
+		}
+	})
+}
