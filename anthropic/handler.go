@@ -103,6 +103,19 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// LoadingHandler answers the Messages routes while the model loads: the
+// same authentication, then 529 overloaded_error with Retry-After, in
+// Anthropic's error shape (the OpenAI door's loading handler answers its
+// own routes in OpenAI's). cmd/weft mounts it on Routes beside that one.
+func LoadingHandler(token string) http.Handler {
+	h := &Handler{cfg: Config{AuthToken: token}}
+	mux := http.NewServeMux()
+	for _, p := range Routes {
+		mux.Handle(p, h.authed(nil)) // never called: h is not serving
+	}
+	return mux
+}
+
 // ServeHTTP implements http.Handler. A request without an id in its
 // context (served alone, not under the OpenAI door's layer) gets one.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

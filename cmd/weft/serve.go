@@ -759,10 +759,16 @@ func servedNames(flagged []string, name string) []string {
 	return []string{name}
 }
 
-// startLoadingHTTP serves openai.LoadingHandler on lis until stop, which
+// startLoadingHTTP serves openai.LoadingHandler (anthropic.LoadingHandler on
+// the Messages routes) on lis until stop, which
 // closes lis (a view: the socket stays open) and the connections.
 func startLoadingHTTP(lis net.Listener, tlsCfg *tls.Config, token string) (stop func()) {
-	hs := &http.Server{Handler: openai.LoadingHandler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
+	mux := http.NewServeMux()
+	mux.Handle("/", openai.LoadingHandler(token))
+	for _, p := range anthropic.Routes {
+		mux.Handle(p, anthropic.LoadingHandler(token))
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}
 	done := make(chan struct{})
 	go func() { // ends at hs.Close in stop
 		defer close(done)
