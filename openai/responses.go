@@ -360,17 +360,11 @@ func respText(field string, raw json.RawMessage, types ...string) (string, error
 func (h *Handler) respTools(req *responsesRequest) (*frontdoor.ToolSpec, error) {
 	choice, named := frontdoor.ToolChoiceAuto, ""
 	if present(req.ToolChoice) {
-		var str string
-		if json.Unmarshal(req.ToolChoice, &str) == nil {
-			switch str {
-			case "none":
-				choice = frontdoor.ToolChoiceNone
-			case "auto":
-			case "required":
-				choice = frontdoor.ToolChoiceRequired
-			default:
-				return nil, badParam("tool_choice", "%q: want none, auto, required or a function", str)
+		if c, isString, err := toolChoiceMode(req.ToolChoice); isString {
+			if err != nil {
+				return nil, err
 			}
+			choice = c
 		} else {
 			var c respToolChoice
 			if err := json.Unmarshal(req.ToolChoice, &c); err != nil || c.Type != "function" {

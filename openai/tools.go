@@ -47,22 +47,35 @@ type wireFunction struct {
 	Arguments string `json:"arguments"`
 }
 
+// toolChoiceMode reads a tool_choice given as a string (none, auto or
+// required: the same words on Chat Completions and Responses); isString is
+// false for any other JSON value (the door's own function-choice object).
+func toolChoiceMode(raw json.RawMessage) (choice frontdoor.ToolChoice, isString bool, err error) {
+	var str string
+	if json.Unmarshal(raw, &str) != nil {
+		return frontdoor.ToolChoiceAuto, false, nil
+	}
+	switch str {
+	case "none":
+		return frontdoor.ToolChoiceNone, true, nil
+	case "auto":
+		return frontdoor.ToolChoiceAuto, true, nil
+	case "required":
+		return frontdoor.ToolChoiceRequired, true, nil
+	}
+	return frontdoor.ToolChoiceAuto, true, badParam("tool_choice", "%q: want none, auto, required or a function", str)
+}
+
 // toolsOf decodes tools, tool_choice and parallel_tool_calls and has
 // the Door check them; nil when the request has no tools.
 func (h *Handler) toolsOf(req *chatRequest) (*frontdoor.ToolSpec, error) {
 	choice, named := frontdoor.ToolChoiceAuto, ""
 	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
-		var str string
-		if json.Unmarshal(req.ToolChoice, &str) == nil {
-			switch str {
-			case "none":
-				choice = frontdoor.ToolChoiceNone
-			case "auto":
-			case "required":
-				choice = frontdoor.ToolChoiceRequired
-			default:
-				return nil, badParam("tool_choice", "%q: want none, auto, required or a function", str)
+		if c, isString, err := toolChoiceMode(req.ToolChoice); isString {
+			if err != nil {
+				return nil, err
 			}
+			choice = c
 		} else {
 			var c toolChoice
 			if err := json.Unmarshal(req.ToolChoice, &c); err != nil || c.Type != "function" || c.Function == nil {
