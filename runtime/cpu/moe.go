@@ -22,7 +22,18 @@ type moeScratch struct {
 	yg     []float32 // its down rows
 	ys     []float32 // every (token, slot)'s weighted expert output
 	probs  []float32 // one token's routing probabilities
+	ps     []kernels.Product
 }
+
+// moeGroupRows is the number of gathered rows (token, expert) the expert
+// buffers hold beyond one step's tokens: the experts of a decode step of
+// up to moeGroupRows/Used sequences run as one group.
+const moeGroupRows = 512
+
+// moeRows is the row capacity of the gathered expert buffers for a step of
+// total tokens with used experts each: every row of the step up to
+// moeGroupRows, and at least total (the most one expert can be routed).
+func moeRows(total, used int) int { return max(total, min(total*used, moeGroupRows)) }
 
 // moeFFN computes the mixture-of-experts FFN of layer l for the step's
 // total tokens, whose normalised inputs are xn, into out (total x Dim):
@@ -75,24 +86,49 @@ func (b *Backend) moeFFN(li int, l *llama.Layer, total int, xn, out []float32) e
 		next[e]++
 	}
 	ys := ms.ys[:total*K*D]
-	for e := range E {
-		rows := ms.order[ms.start[e] : ms.start[e]+ms.count[e]]
-		if len(rows) == 0 {
+	// The experts run in groups of consecutive experts whose rows fit
+	// the gathered buffers (moeGroupRows, or one expert's rows): each
+	// group's gate and up products are one parallel job, and its down
+	// products another, so a step of many experts with a few rows each
+	// hands the worker pool two jobs per group, not three per expert.
+	rowsCap := len(ms.xg) / D
+	ps := ms.ps[:0]
+	for e0 := 0; e0 < E; {
+		e1, r := e0, 0
+		for e1 < E && (r == 0 || r+ms.count[e1] <= rowsCap) {
+			r += ms.count[e1]
+			e1++
+		}
+		base := ms.start[e0]
+		rows := ms.order[base : base+r]
+		e0g := e0
+		e0 = e1
+		if r == 0 {
 			continue
 		}
-		r := len(rows)
 		xg, gate, up, yg := ms.xg[:r*D], ms.gate[:r*F], ms.up[:r*F], ms.yg[:r*D]
 		for i, ent := range rows {
 			t := int(ent) / K
 			copy(xg[i*D:(i+1)*D], xn[t*D:(t+1)*D])
 		}
-		if err := matMuls(r, xg, s, kernels.Product{Y: gate, W: ml.Gate[e]}, kernels.Product{Y: up, W: ml.Up[e]}); err != nil {
+		ps = ps[:0]
+		for e := e0g; e < e1; e++ {
+			if c := ms.count[e]; c > 0 {
+				i0 := ms.start[e] - base
+				ps = append(ps,
+					kernels.Product{Y: gate[i0*F : (i0+c)*F], W: ml.Gate[e], X: xg[i0*D : (i0+c)*D], N: c},
+					kernels.Product{Y: up[i0*F : (i0+c)*F], W: ml.Up[e], X: xg[i0*D : (i0+c)*D], N: c})
+			}
+		}
+		if err := matMulsRagged(xg, ps); err != nil {
 			return layerError(li, "MoE expert gate and up", err)
 		}
 		if ml.UpBias != nil {
-			for i := range r {
-				add(up[i*F:(i+1)*F], ml.UpBias[e])
-				add(gate[i*F:(i+1)*F], ml.GateBias[e])
+			for e := e0g; e < e1; e++ {
+				for i := ms.start[e] - base; i < ms.start[e]-base+ms.count[e]; i++ {
+					add(up[i*F:(i+1)*F], ml.UpBias[e])
+					add(gate[i*F:(i+1)*F], ml.GateBias[e])
+				}
 			}
 		}
 		if mp.SwiGLULimit != 0 {
@@ -100,21 +136,32 @@ func (b *Backend) moeFFN(li int, l *llama.Layer, total int, xn, out []float32) e
 		} else {
 			siluMul(gate, up)
 		}
-		if err := matMul(yg, ml.Down[e], gate, r, s); err != nil {
+		ps = ps[:0]
+		for e := e0g; e < e1; e++ {
+			if c := ms.count[e]; c > 0 {
+				i0 := ms.start[e] - base
+				ps = append(ps, kernels.Product{Y: yg[i0*D : (i0+c)*D], W: ml.Down[e], X: gate[i0*F : (i0+c)*F], N: c})
+			}
+		}
+		if err := matMulsRagged(gate, ps); err != nil {
 			return layerError(li, "MoE expert down", err)
 		}
-		for i, ent := range rows {
-			y := yg[i*D : (i+1)*D]
-			if ml.DownBias != nil {
-				add(y, ml.DownBias[e])
-			}
-			w := wts[ent]
-			dst := ys[int(ent)*D : (int(ent)+1)*D]
-			for c, v := range y {
-				dst[c] = v * w
+		for e := e0g; e < e1; e++ {
+			for i := ms.start[e] - base; i < ms.start[e]-base+ms.count[e]; i++ {
+				ent := rows[i]
+				y := yg[i*D : (i+1)*D]
+				if ml.DownBias != nil {
+					add(y, ml.DownBias[e])
+				}
+				w := wts[ent]
+				dst := ys[int(ent)*D : (int(ent)+1)*D]
+				for c, v := range y {
+					dst[c] = v * w
+				}
 			}
 		}
 	}
+	ms.ps = ps[:0]
 	perTokens(total, K*D, func(t0, t1 int) {
 		for t := t0; t < t1; t++ {
 			o := out[t*D : (t+1)*D]
@@ -142,10 +189,11 @@ func (ms *moeScratch) grow(total, D, E, K, F int) {
 	ms.wts = make([]float32, c*K)
 	ms.order = make([]int32, c*K)
 	// An expert sees each token at most once.
-	ms.xg = make([]float32, c*D)
-	ms.yg = make([]float32, c*D)
-	ms.gate = make([]float32, c*F)
-	ms.up = make([]float32, c*F)
+	r := moeRows(c, K)
+	ms.xg = make([]float32, r*D)
+	ms.yg = make([]float32, r*D)
+	ms.gate = make([]float32, r*F)
+	ms.up = make([]float32, r*F)
 	ms.ys = make([]float32, c*K*D)
 }
 

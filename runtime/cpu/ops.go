@@ -51,6 +51,58 @@ func matMuls(n int, x []float32, sc *scratch, ps ...kernels.Product) error {
 	return kernels.MatMuls(n, ps...)
 }
 
+// matMulsRagged computes products with their own token counts
+// (kernels.MatMulsRagged), each reading its tokens from a slice of x, a
+// buffer the caller owns and reads no further: where a product's weight is
+// F16, x is rounded to F16 in place first (as matMuls rounds its input),
+// after the other products have read it unrounded.
+func matMulsRagged(x []float32, ps []kernels.Product) error {
+	f16 := 0
+	for _, p := range ps {
+		if p.W.Type == gguf.TypeF16 {
+			f16++
+		}
+	}
+	run := func(ps []kernels.Product) error {
+		if matMulHook != nil {
+			for _, p := range ps {
+				handled, err := matMulHook(p.Y, p.W, p.X, p.N)
+				if err == nil && !handled {
+					err = kernels.MatMul(p.Y, p.W, p.X, p.N)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return kernels.MatMulsRagged(ps...)
+	}
+	if f16 == 0 {
+		return run(ps)
+	}
+	if f16 < len(ps) {
+		// Mixed types: the others first, from x unrounded; then the F16
+		// products move to the front.
+		others := make([]kernels.Product, 0, len(ps)-f16)
+		k := 0
+		for _, p := range ps {
+			if p.W.Type == gguf.TypeF16 {
+				ps[k] = p
+				k++
+			} else {
+				others = append(others, p)
+			}
+		}
+		if err := run(others); err != nil {
+			return err
+		}
+		ps = ps[:k]
+	}
+	kernels.RoundF16s(x, x)
+	return run(ps)
+}
+
 // matMulHook, when set (tests), may take over a product (handled) or fail
 // it as a kernel would.
 var matMulHook func(y []float32, w quant.Weight, x []float32, n int) (handled bool, err error)

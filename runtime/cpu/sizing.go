@@ -205,8 +205,9 @@ func StepScratchBytes(hp llama.HParams, tokens, logits int) uint64 {
 	if e, k := hp.MoE.Experts, hp.MoE.Used; e > 0 {
 		// logits, weights (f32), selection and order (int32), grouped
 		// inputs and outputs, gate and up, the per-choice outputs.
-		per := 4 * (e + 2*k + 2*hp.Dim + 2*hp.MoE.FFN + k*hp.Dim + k)
+		per := 4 * (e + 2*k + k*hp.Dim + k)
 		n += uint64(tokens) * uint64(per)
+		n += uint64(moeRows(tokens, k)) * uint64(4*(2*hp.Dim+2*hp.MoE.FFN))
 	}
 	return n
 }

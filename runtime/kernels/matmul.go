@@ -25,7 +25,7 @@ func MatMul(y []float32, w quant.Weight, x []float32, n int) error {
 	if matmulCost(w, n) < parallelMin || min(workers(), w.Rows/16) < 2 {
 		return matmulRows(activeISA, w, rb, 0, w.Rows, x, nil, n, y)
 	}
-	return runJob(n, []Product{{Y: y, W: w, X: x}}, []int{rb})
+	return runJob(n, nil, []Product{{Y: y, W: w, X: x}}, []int{rb})
 }
 
 // ErrKernel is wrapped by the errors of a C kernel that failed; ErrKernelMemory,
@@ -36,11 +36,15 @@ var (
 	ErrKernelMemory = fmt.Errorf("%w: out of memory", ErrKernel)
 )
 
-// Product is one y = W·x of a MatMuls call (see MatMul for the layout).
+// Product is one y = W·x of a MatMuls or MatMulsRagged call (see MatMul
+// for the layout).
 type Product struct {
 	Y []float32
 	W quant.Weight
 	X []float32
+	// N is the product's own token count in MatMulsRagged; MatMuls gives
+	// every product its n and ignores N.
+	N int
 }
 
 // MatMuls computes several independent products over the same n tokens
@@ -71,7 +75,38 @@ func MatMuls(n int, ps ...Product) error {
 		}
 		return nil
 	}
-	return runJob(n, ps, rb)
+	return runJob(n, nil, ps, rb)
+}
+
+// MatMulsRagged computes independent products that each have their own
+// token count (Product.N), such as the experts of a mixture-of-experts
+// step, each over the rows routed to it, as ONE parallel job: the pool is
+// handed work once for all of them, and when the products outnumber the
+// workers each product is one piece of work, so a step of many small
+// products pays no handoff per product. Each Y is bit for bit what
+// MatMul(p.Y, p.W, p.X, p.N) writes (the same kernel for the same rows and
+// tokens). It panics and fails like MatMul, returning the first failure.
+func MatMulsRagged(ps ...Product) error {
+	rb := make([]int, len(ps))
+	ns := make([]int, len(ps))
+	cost := 0
+	for i, p := range ps {
+		rb[i] = checkMatMul(p.Y, p.W, p.X, p.N)
+		ns[i] = p.N
+		cost += matmulCost(p.W, p.N)
+	}
+	if cost < parallelMin || workers() < 2 {
+		for i, p := range ps {
+			if p.W.Rows == 0 || p.N == 0 {
+				continue
+			}
+			if err := matmulRows(activeISA, p.W, rb[i], 0, p.W.Rows, p.X, nil, p.N, p.Y); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return runJob(0, ns, ps, rb)
 }
 
 func matmulCost(w quant.Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*n/2 }
@@ -82,23 +117,31 @@ func matmulCost(w quant.Weight, n int) int { return len(w.Data) + w.Rows*w.Cols*
 // that quantize or pack the activations get them prepared here once, shared
 // by all chunks and by the products that read the same x. A chunk that
 // fails does not stop the others (they finish, so no worker is left
-// behind); the first failure is returned.
-func runJob(n int, ps []Product, rb []int) error {
+// behind); the first failure is returned. ns, when not nil, holds each
+// product's token count (MatMulsRagged); otherwise every product has n.
+func runJob(n int, ns []int, ps []Product, rb []int) error {
 	maybeYield()
 	parts := workers()
-	j := &job{isa: activeISA, n: n}
+	j := &job{isa: activeISA, n: n, ns: ns}
 	bufs := prepPool.Get().(*prepBufs)
 	defer prepPool.Put(bufs)
-	j.prep = bufs.prepare(j.isa, n, ps)
+	j.prep = bufs.prepare(j.isa, j, ps)
 	for i, p := range ps {
-		// Few tokens: two chunks per worker. Many: up to four, in
+		// Few tokens: two chunks per worker, or, in a ragged job of more
+		// products than that, the whole product. Many: up to four, in
 		// multiples of the GEMM's 32-row tile and of at least 192 rows
 		// (the float GEMM packs all tokens again per chunk, a cost that
 		// smaller chunks pay too often), so the caller can take over a
 		// late worker's share.
+		pn := j.tokens(i)
+		if pn == 0 || p.W.Rows == 0 {
+			continue
+		}
 		np, align := min(2*parts, p.W.Rows/16), 4
-		if n >= 24 {
+		if pn >= 24 {
 			np, align = min(4*parts, p.W.Rows/192), 32
+		} else if ns != nil && len(ps) >= 2*parts {
+			np = 1
 		}
 		np = max(np, 1)
 		size := ((p.W.Rows+np-1)/np + align - 1) &^ (align - 1)
@@ -107,6 +150,9 @@ func runJob(n int, ps []Product, rb []int) error {
 		}
 	}
 	j.ps, j.rb = ps, rb
+	if len(j.chunks) == 0 {
+		return nil
+	}
 	j.pend.add(len(j.chunks))
 	post(j, min(parts, len(j.chunks))-1)
 	j.run(0)
@@ -127,17 +173,22 @@ type prepBufs struct {
 var prepPool = sync.Pool{New: func() any { return new(prepBufs) }}
 
 // prepare returns each product's prepared activations (nil where its kernel
-// takes x as is), preparing each distinct (x, kind) once: a product reading
-// the same x as an earlier one of the same kind and width shares its buffer.
-func (b *prepBufs) prepare(isa isaKind, n int, ps []Product) [][]byte {
+// takes x as is), preparing each distinct (x, kind, tokens) once: a product
+// reading the same x as an earlier one of the same kind, width and token
+// count shares its buffer.
+func (b *prepBufs) prepare(isa isaKind, jb *job, ps []Product) [][]byte {
 	b.out, b.kinds = b.out[:0], b.kinds[:0]
 	used := 0
 	for i, p := range ps {
-		kind, size := prepKind(isa, p.W, n)
+		n := jb.tokens(i)
+		var kind, size int
+		if n > 0 {
+			kind, size = prepKind(isa, p.W, n)
+		}
 		var buf []byte
 		if kind != 0 && size != 0 {
 			for j := range i {
-				if b.kinds[j] == kind && &ps[j].X[0] == &p.X[0] && ps[j].W.Cols == p.W.Cols {
+				if b.kinds[j] == kind && jb.tokens(j) == n && &ps[j].X[0] == &p.X[0] && ps[j].W.Cols == p.W.Cols {
 					buf = b.out[j]
 				}
 			}
@@ -177,7 +228,8 @@ func checkMatMul(y []float32, w quant.Weight, x []float32, n int) int {
 // job is one MatMul or MatMuls call shared by the caller and the pool.
 type job struct {
 	isa    isaKind
-	n      int
+	n      int   // every product's token count, unless ns is set
+	ns     []int // each product's token count (MatMulsRagged), or nil
 	ps     []Product
 	rb     []int    // row bytes of each product's weight
 	prep   [][]byte // each product's prepared activations, or nil
@@ -185,6 +237,14 @@ type job struct {
 	next   atomic.Int32 // next unclaimed chunk
 	pend   pending
 	err    atomic.Pointer[error] // the first chunk's failure
+}
+
+// tokens is product p's token count.
+func (j *job) tokens(p int) int {
+	if j.ns != nil {
+		return j.ns[p]
+	}
+	return j.n
 }
 
 // chunk is rows [r0, r1) of product p.
@@ -199,7 +259,7 @@ func (j *job) run(int) {
 		}
 		ch := j.chunks[c]
 		p := &j.ps[ch.p]
-		if err := matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.prep[ch.p], j.n, p.Y); err != nil {
+		if err := matmulRows(j.isa, p.W, j.rb[ch.p], int(ch.r0), int(ch.r1), p.X, j.prep[ch.p], j.tokens(int(ch.p)), p.Y); err != nil {
 			j.err.CompareAndSwap(nil, &err)
 		}
 		j.pend.done()

@@ -247,3 +247,44 @@ func TestMatMulsMatchesMatMul(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulsRaggedMatchesMatMul: every product of a ragged job, each with
+// its own token count (none, a few, many), is bit for bit what MatMul
+// writes for it alone, whether the job has fewer products than workers
+// (chunked rows) or many more (one piece per product), and products that
+// read the same x with the same count share its prepared activations
+// without mixing up those with another count.
+func TestMatMulsRaggedMatchesMatMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	types := []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeF16, gguf.TypeF32, gguf.TypeQ4_0, gguf.TypeIQ4_XS, gguf.TypeMXFP4}
+	for _, nprod := range []int{3, 40} {
+		var ps []Product
+		var want [][]float32
+		x := randomVec(rng, 30*512)
+		for i := range nprod {
+			typ := types[i%len(types)]
+			w := randomWeight(rng, typ, 64+32*(i%3), 512)
+			n := []int{1, 2, 0, 3, 7, 30, 1}[i%7]
+			// Pairs of products read the same x with the same count, as
+			// an expert's gate and up do; the next pair reads x at another
+			// count.
+			xs := x[:n*512]
+			y := make([]float32, n*w.Rows)
+			if err := MatMul(y, w, xs, n); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, y)
+			ps = append(ps, Product{Y: make([]float32, n*w.Rows), W: w, X: xs, N: n})
+		}
+		if err := MatMulsRagged(ps...); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range ps {
+			for k := range p.Y {
+				if math.Float32bits(p.Y[k]) != math.Float32bits(want[i][k]) {
+					t.Fatalf("%d products: product %d (%v, %d tokens): y[%d] = %g, MatMul alone %g", nprod, i, p.W.Type, p.N, k, p.Y[k], want[i][k])
+				}
+			}
+		}
+	}
+}
