@@ -158,13 +158,34 @@ const (
 	// earlier occurrence of the sequence's last n tokens in its own prompt
 	// and output (no second model).
 	SpecNgram = "ngram"
+	// SpecDraft drafts with a second model that shares the target's
+	// vocabulary (SpecConfig.Drafter, runtime.DraftModel): its greedy
+	// continuation of the sequence.
+	SpecDraft = "draft"
 )
+
+// Drafter proposes drafts for SpecDraft. The step loop calls Draft once per
+// step with every sequence that speculates in it, and Forget when a
+// sequence no longer runs (finished, cancelled, preempted: its history is
+// fed again when it runs again), so the drafter can drop what it keeps for
+// it. runtime.DraftModel implements it.
+type Drafter interface {
+	// Draft appends to each request's Out at most Max tokens proposed to
+	// follow its History. An error drafts nothing this step; it fails
+	// no sequence.
+	Draft(ctx context.Context, reqs []batch.DraftRequest) error
+	// Forget drops what the drafter keeps for sequence seq.
+	Forget(seq uint64)
+}
 
 // SpecConfig configures speculative decoding. The Model must implement
 // Verifier and report VerifiesDrafts; continuous batching only.
 type SpecConfig struct {
-	// Source is SpecOff ("" means off) or SpecNgram.
+	// Source is SpecOff ("" means off), SpecNgram or SpecDraft.
 	Source string
+	// Drafter makes the drafts of SpecDraft (required then, unused
+	// otherwise).
+	Drafter Drafter
 	// MaxDraft caps the tokens drafted for one sequence in one step; each
 	// sequence's own draft length adapts below it to its recent
 	// acceptance. Default DefaultSpecMaxDraft.
@@ -202,9 +223,12 @@ func (c *SpecConfig) validate(batching string) error {
 	switch c.Source {
 	case "":
 		c.Source = SpecOff
-	case SpecOff, SpecNgram:
+	case SpecOff, SpecNgram, SpecDraft:
 	default:
-		return bad("Source %q must be %q or %q", c.Source, SpecOff, SpecNgram)
+		return bad("Source %q must be %q, %q or %q", c.Source, SpecOff, SpecNgram, SpecDraft)
+	}
+	if (c.Source == SpecDraft) != (c.Drafter != nil) {
+		return bad("Source %q with Drafter set %v: a Drafter goes with %q alone", c.Source, c.Drafter != nil, SpecDraft)
 	}
 	if c.Source != SpecOff && batching != BatchingContinuous {
 		return bad("speculative decoding needs %q batching, not %q", BatchingContinuous, batching)

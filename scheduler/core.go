@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,7 +50,11 @@ type core struct {
 	// drafts is set when the step speculates (Config.Spec on and the
 	// model verifies drafts); one holds apply's results as rows.
 	drafts bool
-	one    [][]sample.Result
+	// draftReqs and draftAt are planDrafts' requests to the Drafter and
+	// the index of each one's entry (reused).
+	draftReqs []batch.DraftRequest
+	draftAt   []int
+	one       [][]sample.Result
 }
 
 // policy is what differs between batching modes. The core calls it at these
@@ -174,11 +179,15 @@ func (c *core) blocksFor(n int) int { return (n + c.cfg.BlockSize - 1) / c.cfg.B
 // for logits: the policy's entries, each feeding its sequence the next
 // slice of its history, then the policy's padding rows. An empty batch
 // means there is nothing to do until an event arrives.
-func (c *core) plan(now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
+func (c *core) plan(ctx context.Context, now time.Time) ([]batch.SeqStep, []*sample.Sampler) {
 	c.planNo++
 	c.entries = c.entries[:0]
 	c.budget = c.cfg.MaxBatchTokens
 	c.policy.plan(c, now)
+	if c.drafts {
+		// Speculation is continuous batching's alone (SpecConfig.validate).
+		c.planDrafts(ctx)
+	}
 	// Drop the entries of sequences preempted after they were planned, so
 	// entries[k] is the sequence of batch[k].
 	c.entries = slices.DeleteFunc(c.entries, func(e entry) bool { return e.dropped })

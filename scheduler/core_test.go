@@ -37,7 +37,7 @@ func (r *coreRig) add(id uint64, req Request) *seq {
 // step runs one step and returns the ids in the batch.
 func (r *coreRig) step() []uint64 {
 	r.t.Helper()
-	seqs, samplers := r.c.plan(r.now)
+	seqs, samplers := r.c.plan(context.Background(), r.now)
 	var ids []uint64
 	for _, s := range seqs {
 		ids = append(ids, s.Seq)

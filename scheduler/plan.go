@@ -60,11 +60,9 @@ func (continuous) plan(c *core, now time.Time) {
 			break
 		}
 	}
-	// 4. Drafts for decoding sequences, last: they never take budget or
-	// blocks from anything above, and never preempt.
-	if c.drafts {
-		c.planDrafts()
-	}
+	// 4. Drafts for decoding sequences come last (core.plan: planDrafts):
+	// they never take budget or blocks from anything above, and never
+	// preempt.
 }
 
 func (continuous) pad(rows []batch.SeqStep, smps []*sample.Sampler) ([]batch.SeqStep, []*sample.Sampler) {

@@ -234,7 +234,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		now := time.Now()
 		c.expire(now)
-		seqs, samplers := c.plan(now)
+		seqs, samplers := c.plan(ctx, now)
 		if len(seqs) == 0 {
 			s.publish()
 			var timerC <-chan time.Time

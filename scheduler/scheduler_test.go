@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -257,12 +258,12 @@ func BenchmarkSchedulerStep256(b *testing.B) {
 	now := time.Unix(0, 0)
 	// Warm up: admit and prefill everyone.
 	for c.stats.Steps < 2 || len(c.running) < 256 {
-		rows, _ := c.plan(now)
+		rows, _ := c.plan(context.Background(), now)
 		c.apply(results[:len(rows)], nil, now)
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		rows, _ := c.plan(now)
+		rows, _ := c.plan(context.Background(), now)
 		for k := range rows {
 			results[k].Token = int32(i % 1000)
 		}

@@ -1,15 +1,20 @@
 package scheduler
 
 import (
+	"context"
 	"slices"
 	"time"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/sample"
 )
 
 // Speculative decoding inside the ragged batch. A decoding sequence may feed,
 // instead of its one last token, a row of 1+k tokens: the last token, then
-// k tokens drafted for it (SpecConfig.Source; SpecNgram: prompt lookup).
+// k tokens drafted for it (SpecConfig.Source; SpecNgram: prompt lookup;
+// SpecDraft: a draft model's greedy continuation, SpecConfig.Drafter, which
+// keeps its own K/V in its own pool and is told to Forget a sequence
+// whenever the sequence's blocks go back: finish, cancel, preemption).
 // The model computes the logits of all k+1 positions in the same pass and
 // samples them position by position (Verifier.StepDrafts): the drafts its
 // sampler would have chosen anyway are accepted, the first one it would not
@@ -61,11 +66,14 @@ const specMisses = 3
 // specStartDraft is a sequence's first draft length (capped by MaxDraft).
 const specStartDraft = 2
 
-// planDrafts extends the step's decode entries with drafts.
-func (c *core) planDrafts() {
+// planDrafts extends the step's decode entries with drafts. An n-gram
+// draft is made on the spot; a Drafter gets one call with every sequence
+// that may speculate, each with its room reserved from the step's budget
+// until the drafts are known.
+func (c *core) planDrafts(ctx context.Context) {
 	sc := &c.cfg.Spec
-	bs := c.cfg.BlockSize
 	planned := c.cfg.MaxBatchTokens - c.budget
+	reqs, at := c.draftReqs[:0], c.draftAt[:0]
 	for k := range c.entries {
 		e := &c.entries[k]
 		if e.dropped || !e.decode || !e.sample {
@@ -85,26 +93,57 @@ func (c *core) planDrafts() {
 			continue
 		}
 		row := append(sq.spec.row[:0], sq.tokens[sq.computed])
-		row = ngramDraft(sq.tokens, sc.NgramMax, sc.NgramMin, room, row)
-		d := len(row) - 1
-		// Blocks for the drafted positions, from what is free beyond the
-		// watermark; the drafts shrink to what the blocks hold.
-		for sq.rows()*bs < sq.computed+1+d && c.pool.available()-c.groups() >= c.cfg.WatermarkBlocks {
-			if !c.addRow(sq) {
-				break
-			}
-		}
-		d = min(d, sq.rows()*bs-sq.computed-1)
-		sq.spec.row = row
-		if d <= 0 {
+		if sc.Drafter == nil {
+			sq.spec.row = ngramDraft(sq.tokens, sc.NgramMax, sc.NgramMin, room, row)
+			planned += c.fitDraft(e)
 			continue
 		}
-		sq.spec.row = row[:1+d]
-		e.draft = d
-		e.n += d
-		c.budget -= d
-		planned += d
+		reqs = append(reqs, batch.DraftRequest{Seq: sq.id, History: sq.tokens[:sq.computed+1], Max: room, Out: row})
+		at = append(at, k)
+		c.budget -= room
+		planned += room
 	}
+	c.draftReqs, c.draftAt = reqs, at
+	if len(reqs) == 0 {
+		return
+	}
+	err := sc.Drafter.Draft(ctx, reqs)
+	for i := range reqs {
+		r := &reqs[i]
+		e := &c.entries[at[i]]
+		c.budget += r.Max
+		out := r.Out
+		if err != nil {
+			out = out[:1] // no drafts this step
+		}
+		e.sq.spec.row = out[:min(len(out), 1+r.Max)]
+		c.fitDraft(e)
+		r.History, r.Out = nil, nil // hold no sequence's memory
+	}
+}
+
+// fitDraft plans e's drafts (e.sq.spec.row: the decode token, then the
+// drafts) with blocks for their positions, from what is free beyond the
+// watermark; the drafts shrink to what the blocks hold. It returns the
+// drafts planned.
+func (c *core) fitDraft(e *entry) int {
+	sq := e.sq
+	bs := c.cfg.BlockSize
+	d := len(sq.spec.row) - 1
+	for sq.rows()*bs < sq.computed+1+d && c.pool.available()-c.groups() >= c.cfg.WatermarkBlocks {
+		if !c.addRow(sq) {
+			break
+		}
+	}
+	d = min(d, sq.rows()*bs-sq.computed-1)
+	if d <= 0 {
+		return 0
+	}
+	sq.spec.row = sq.spec.row[:1+d]
+	e.draft = d
+	e.n += d
+	c.budget -= d
+	return d
 }
 
 // ngramDraft appends to out up to k tokens proposed to follow hist: the

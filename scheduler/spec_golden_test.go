@@ -126,3 +126,71 @@ func specRun(t *testing.T, eng *runtime.Engine, vocab int, temp float32, spec sc
 	}
 	return out, s.Stats()
 }
+
+// TestSpecDraftModelIdentityGolden runs golden targets with a draft model
+// (SpecDraft, runtime.DraftModel) the way TestSpecGreedyIdentityGolden
+// runs n-gram drafts: greedy and sampled tokens identical to decoding
+// without drafts, batch-invariant. The draft is a quantised copy of the
+// target, or the target itself: then its greedy drafts are exactly the
+// target's greedy choices (same kernels, same bits), so at temperature 0
+// every draft must be accepted. After each run every sequence has been
+// forgotten: the draft pool is whole again.
+func TestSpecDraftModelIdentityGolden(t *testing.T) {
+	prev := kernels.SetBatchInvariant(true)
+	defer kernels.SetBatchInvariant(prev)
+	for _, tc := range []struct{ target, draft string }{
+		{"models/stories260K.gguf", "models/stories260K-Q4_0.gguf"},
+		{"models/stories260K.gguf", "models/stories260K.gguf"},
+		{"models/stories260K-F16.gguf", "models/stories260K-Q8_0.gguf"},
+		{"synth/models/synth-256-F32.gguf", "synth/models/synth-256-Q4_0.gguf"},
+	} {
+		t.Run(tc.target+"<-"+tc.draft, func(t *testing.T) {
+			m, err := runtime.Load(shareddata.Path(t, tc.target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			dm, err := runtime.Load(shareddata.Path(t, tc.draft))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dm.Close()
+			if err := runtime.CheckDraftVocab(m, dm); err != nil {
+				t.Fatal(err)
+			}
+			be, err := m.NewCPUBackend(cpu.Config{BlockSize: 4, NumBlocks: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			db, err := dm.NewCPUBackend(cpu.Config{BlockSize: 4, NumBlocks: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			drafter, err := runtime.NewDraftModel(db, dm.HP.VocabSize, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := runtime.NewEngine(be, m.HP.VocabSize)
+			self := tc.target == tc.draft
+			for _, temp := range []float32{0, 0.8} {
+				want, _ := specRun(t, eng, m.HP.VocabSize, temp, scheduler.SpecConfig{})
+				got, st := specRun(t, eng, m.HP.VocabSize, temp, scheduler.SpecConfig{Source: scheduler.SpecDraft, Drafter: drafter, MaxStepTokens: 64})
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("temperature %g: tokens with a draft model differ from without (-without +with):\n%s", temp, diff)
+				}
+				t.Logf("temperature %g: drafted %d, accepted %d", temp, st.SpecDraftTokens, st.SpecAcceptedTokens)
+				if st.SpecAcceptedTokens == 0 {
+					t.Errorf("temperature %g: no draft accepted: the identity was not exercised", temp)
+				}
+				if self && temp == 0 && st.SpecAcceptedTokens != st.SpecDraftTokens {
+					t.Errorf("self-draft, greedy: %d of %d drafts accepted, want all", st.SpecAcceptedTokens, st.SpecDraftTokens)
+				}
+				if n, free := drafter.Sequences(), drafter.FreeBlocks(); n != 0 || free != 256 {
+					t.Errorf("temperature %g: after the run the drafter keeps %d sequences, %d of 256 blocks free", temp, n, free)
+				}
+			}
+		})
+	}
+}

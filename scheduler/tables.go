@@ -100,6 +100,9 @@ func (c *core) trimRows(sq *seq, keep int) {
 func (c *core) releaseBlocks(sq *seq) {
 	c.trimRows(sq, 0)
 	sq.registered = 0
+	if d := c.cfg.Spec.Drafter; d != nil {
+		d.Forget(sq.id) // the draft model's K/V go with the target's
+	}
 }
 
 // groupKey is the prefix-cache key of group g's block under the chain

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -330,7 +331,7 @@ func runTrace(t *testing.T, scenario string) string {
 			}
 		}
 		preempts := c.stats.Preemptions
-		rows, samplers := c.plan(now)
+		rows, samplers := c.plan(context.Background(), now)
 		if c.paused != paused {
 			paused = c.paused
 			if paused {

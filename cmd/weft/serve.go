@@ -26,6 +26,7 @@ import (
 	"github.com/weft-inference/weft/openai"
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/cpu"
 	"github.com/weft-inference/weft/runtime/toolcall"
 	"github.com/weft-inference/weft/scheduler"
 	"github.com/weft-inference/weft/server"
@@ -64,6 +65,11 @@ type serveConfig struct {
 	// Spec is speculative decoding (--spec and --spec-*); the scheduler
 	// checks it, and refuses it on a backend that does not verify drafts.
 	Spec scheduler.SpecConfig
+	// DraftModel is the GGUF path of --spec draft's draft model; it must
+	// share the target's vocabulary. DraftKVBlocks sizes its own KV pool
+	// (0: as many blocks as the target's pool).
+	DraftModel    string
+	DraftKVBlocks int
 }
 
 func (c *serveConfig) validate() error {
@@ -99,6 +105,12 @@ func (c *serveConfig) validate() error {
 	}
 	if !(c.GPUMemUtil > 0 && c.GPUMemUtil <= 1) {
 		return fmt.Errorf("--gpu-memory-utilization %g: want a fraction in (0, 1]", c.GPUMemUtil)
+	}
+	if (c.Spec.Source == scheduler.SpecDraft) != (c.DraftModel != "") {
+		return errors.New("--spec draft and --draft-model go together")
+	}
+	if c.DraftKVBlocks < 0 {
+		return fmt.Errorf("--draft-kv-blocks %d must be >= 0", c.DraftKVBlocks)
 	}
 	if c.MaxSeqs < 0 || c.BatchSize < 0 || c.MaxBatchTokens < 0 || c.MaxWaiting < 0 || c.KVMemory < 0 || c.MaxPromptBytes < 0 {
 		return errors.New("sizes must be >= 0 (0: default)")
@@ -171,7 +183,9 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.MaxBatchTokens, "max-batch-tokens", 0,
 		fmt.Sprintf("most tokens fed in one step (0: scheduler default, %d or max-seqs if larger)", scheduler.DefaultMaxBatchTokens))
 	fs.StringVar(&c.Spec.Source, "spec", scheduler.SpecOff,
-		"speculative decoding's draft source: off, or ngram (prompt lookup: continue an earlier occurrence of the last tokens; CPU backend, continuous batching)")
+		"speculative decoding's draft source: off, ngram (prompt lookup: continue an earlier occurrence of the last tokens) or draft (a draft model's greedy continuation: --draft-model); CPU backend, continuous batching")
+	fs.StringVar(&c.DraftModel, "draft-model", "", "GGUF `path` of --spec draft's draft model, run on the CPU: a smaller or more quantised model with the target's vocabulary (e.g. weft gen-model --type Q4_0 of the same preset)")
+	fs.IntVar(&c.DraftKVBlocks, "draft-kv-blocks", 0, "blocks of the draft model's own KV pool (0: as many as the target's pool); a sequence that finds none gets no drafts")
 	fs.IntVar(&c.Spec.MaxDraft, "spec-max-draft", 0, fmt.Sprintf("most tokens drafted per sequence and step; each sequence adapts below it (0: %d)", scheduler.DefaultSpecMaxDraft))
 	fs.IntVar(&c.Spec.NgramMax, "spec-ngram-max", 0, fmt.Sprintf("longest n-gram --spec ngram matches (0: %d)", scheduler.DefaultSpecNgramMax))
 	fs.IntVar(&c.Spec.NgramMin, "spec-ngram-min", 0, "shortest n-gram --spec ngram matches (0: 1)")
@@ -239,7 +253,11 @@ type serveDeps struct {
 	// BackendWhy says why this backend runs ("--backend cpu", "CUDA
 	// unavailable: ..."); GetModelInfo reports it after the backend's name.
 	BackendWhy string
-	Log        *slog.Logger
+	// Drafter is --spec draft's draft model (loadDraftModel); nil: serve
+	// loads it itself when --spec draft asks for one. Its owner closes it
+	// after serve returns.
+	Drafter scheduler.Drafter
+	Log     *slog.Logger
 	// HealthPoll is how often a healthReporter backend is polled; 0: 1s.
 	HealthPoll time.Duration
 	// TLS is the server's TLS config (nil: plaintext), loaded before
@@ -280,6 +298,17 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 		backendInfo += "; " + d.BackendWhy
 	}
 	pooling, why := embedPooling(m, c.EmbedPooling)
+	if c.Spec.Source == scheduler.SpecDraft {
+		if d.Drafter == nil {
+			dm, closeDraft, err := loadDraftModel(c, m, kv, log)
+			if err != nil {
+				return err
+			}
+			defer closeDraft() // after the scheduler loop: deferred before it starts
+			d.Drafter = dm
+		}
+		c.Spec.Drafter = d.Drafter
+	}
 	// The scheduler caps the model's context at what one sequence can hold
 	// in the batching mode (Limits().ContextLen); both doors take it from
 	// there.
@@ -743,6 +772,14 @@ func loadAndServe(ctx context.Context, c serveConfig, base serveDeps, lis, mlis 
 		return fail(err)
 	}
 	defer b.Close()
+	if c.Spec.Source == scheduler.SpecDraft {
+		dm, closeDraft, err := loadDraftModel(c, m, b.KV(), log)
+		if err != nil {
+			return fail(err)
+		}
+		defer closeDraft()
+		base.Drafter = dm
+	}
 	stopLoading()
 	stopLoadingHTTP()
 	d := base
@@ -791,4 +828,39 @@ func toolFormatNames() string {
 		names = append(names, f.String())
 	}
 	return strings.Join(names, ", ")
+}
+
+// loadDraftModel loads --draft-model, checks that it shares target's
+// vocabulary, and builds its drafter: a CPU backend with its own KV pool
+// (--draft-kv-blocks, default as many blocks as the target's pool kv).
+// closeAll closes the backend and the model, after the scheduler loop.
+func loadDraftModel(c serveConfig, target *runtime.Model, kv batch.KVInfo, log *slog.Logger) (d *runtime.DraftModel, closeAll func(), err error) {
+	dm, err := runtime.Load(c.DraftModel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--draft-model: %w", err)
+	}
+	if err := runtime.CheckDraftVocab(target, dm); err != nil {
+		dm.Close()
+		return nil, nil, fmt.Errorf("--draft-model: %w", err)
+	}
+	blocks := c.DraftKVBlocks
+	if blocks == 0 {
+		blocks = kv.NumBlocks
+	}
+	db, err := dm.NewCPUBackend(cpu.Config{BlockSize: kv.BlockSize, NumBlocks: blocks, KVType: "f16"})
+	if err != nil {
+		dm.Close()
+		return nil, nil, fmt.Errorf("--draft-model: %w", err)
+	}
+	d, err = runtime.NewDraftModel(db, dm.HP.VocabSize, 0)
+	if err != nil {
+		db.Close()
+		dm.Close()
+		return nil, nil, fmt.Errorf("--draft-model: %w", err)
+	}
+	log.Info("speculative decoding with a draft model", "draft", dm.Name, "path", c.DraftModel, "types", dm.TypeSummary(), "kv_blocks", blocks, "block_size", kv.BlockSize)
+	return d, func() {
+		db.Close()
+		dm.Close()
+	}, nil
 }

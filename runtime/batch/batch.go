@@ -149,3 +149,20 @@ type KVInfo struct {
 func KVBytesPerBlock(layers, kvDim, blockSize, elemBytes int) int64 {
 	return 2 * int64(layers) * int64(blockSize) * int64(kvDim) * int64(elemBytes)
 }
+
+// DraftRequest asks a draft source for tokens to propose after a sequence's
+// history (speculative decoding with a draft model: runtime.DraftModel).
+type DraftRequest struct {
+	// Seq identifies the sequence; the source may keep state under it
+	// until it is told to forget it.
+	Seq uint64
+	// History is every token of the sequence: prompt and generated, the
+	// last one being the token the target feeds next. The source reads it
+	// during the call only.
+	History []int32
+	// Max is the most tokens the source may propose.
+	Max int
+	// Out receives the proposal: the source appends up to Max tokens to
+	// it (and appends nothing when it has no proposal).
+	Out []int32
+}
