@@ -194,3 +194,125 @@ func TestSpecDraftModelIdentityGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecDraftModelPreemptCancel serves stories260K with its Q4_0 copy as
+// draft model on a target pool too small for the three answers at once
+// (a sequence is preempted and recomputed) and a draft pool too small for
+// all of them (a sequence that finds no draft blocks decodes without
+// drafts), while a fourth request is cancelled mid-answer. The answers
+// are the tokens of the same requests without speculation; the cancelled
+// one got a prefix of its answer; afterwards neither pool holds a block.
+func TestSpecDraftModelPreemptCancel(t *testing.T) {
+	prev := kernels.SetBatchInvariant(true)
+	defer kernels.SetBatchInvariant(prev)
+	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	dm, err := runtime.Load(shareddata.Path(t, "models/stories260K-Q4_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	be, err := m.NewCPUBackend(cpu.Config{BlockSize: 4, NumBlocks: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	const draftBlocks = 30
+	db, err := dm.NewCPUBackend(cpu.Config{BlockSize: 4, NumBlocks: draftBlocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	drafter, err := runtime.NewDraftModel(db, dm.HP.VocabSize, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := runtime.NewEngine(be, m.HP.VocabSize)
+	run := func(spec scheduler.SpecConfig) ([][]int32, []int32, scheduler.Stats) {
+		s, err := scheduler.New(scheduler.Config{BlockSize: 4, NumBlocks: 48, WatermarkBlocks: 1, MaxSeqs: 8, MaxBatchTokens: 64, VocabSize: m.HP.VocabSize, Spec: spec}, eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		var streams []*scheduler.Stream
+		for i, p := range specPrompts[:3] {
+			st, err := s.Submit(ctx, scheduler.Request{Prompt: slices.Clone(p), MaxTokens: 64, IgnoreEOS: true, Priority: i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams = append(streams, st)
+		}
+		cctx, ccancel := context.WithCancel(ctx)
+		cs, err := s.Submit(cctx, scheduler.Request{Prompt: slices.Clone(specPrompts[3]), MaxTokens: 64, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cancelled []int32
+		for {
+			ev, err := cs.Recv(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range ev.Tokens {
+				cancelled = append(cancelled, tk.ID)
+			}
+			if len(cancelled) >= 10 {
+				ccancel()
+			}
+		}
+		ccancel()
+		var out [][]int32
+		for i, st := range streams {
+			var toks []int32
+			for {
+				ev, err := st.Recv(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("prompt %d: %v", i, err)
+				}
+				for _, tk := range ev.Tokens {
+					toks = append(toks, tk.ID)
+				}
+			}
+			out = append(out, toks)
+		}
+		// Every answer has ended; the loop published its Stats after the
+		// step that ended the last one. Stop it, then read them.
+		cancel()
+		<-done
+		done <- nil // for the deferred wait
+		return out, cancelled, s.Stats()
+	}
+	want, wantC, _ := run(scheduler.SpecConfig{})
+	got, gotC, st := run(scheduler.SpecConfig{Source: scheduler.SpecDraft, Drafter: drafter, MaxStepTokens: 64})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tokens with a draft model differ from without (-without +with):\n%s", diff)
+	}
+	if len(gotC) < 10 || len(gotC) >= 64 || !slices.Equal(gotC, wantC[:min(len(gotC), len(wantC))]) && !slices.Equal(wantC, gotC[:min(len(gotC), len(wantC))]) {
+		t.Errorf("cancelled: %d tokens %v, not a prefix of the answer %v", len(gotC), gotC, wantC)
+	}
+	t.Logf("drafted %d, accepted %d, %d preemptions", st.SpecDraftTokens, st.SpecAcceptedTokens, st.Preemptions)
+	if st.Preemptions == 0 || st.SpecAcceptedTokens == 0 {
+		t.Errorf("%d preemptions, %d accepted drafts: the test misses its case", st.Preemptions, st.SpecAcceptedTokens)
+	}
+	if st.KVBlocksUsed != 0 {
+		t.Errorf("target pool: %d blocks still used", st.KVBlocksUsed)
+	}
+	if n, free := drafter.Sequences(), drafter.FreeBlocks(); n != 0 || free != draftBlocks {
+		t.Errorf("draft pool: %d sequences kept, %d of %d blocks free", n, free, draftBlocks)
+	}
+}

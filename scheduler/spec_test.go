@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/scheduler/schedtest"
 )
 
@@ -47,6 +49,9 @@ func TestSpecConfig(t *testing.T) {
 		{"off", SpecConfig{}, false, ""},
 		{"ngram", SpecConfig{Source: SpecNgram}, false, ""},
 		{"unknown source", SpecConfig{Source: "eagle"}, false, "Source"},
+		{"draft without drafter", SpecConfig{Source: SpecDraft}, false, "Drafter"},
+		{"drafter without draft", SpecConfig{Source: SpecNgram, Drafter: &copyDrafter{}}, false, "Drafter"},
+		{"draft", SpecConfig{Source: SpecDraft, Drafter: &copyDrafter{}}, false, ""},
 		{"static", SpecConfig{Source: SpecNgram}, true, "continuous"},
 		{"off with static", SpecConfig{Source: SpecOff}, true, ""},
 		{"n-gram order", SpecConfig{Source: SpecNgram, NgramMax: 1, NgramMin: 2}, false, "n-gram"},
@@ -257,4 +262,102 @@ func TestAdaptDraft(t *testing.T) {
 			t.Errorf("step %d (%d of %d accepted): %+v, want %+v", i, tc.accepted, tc.drafted, got, tc.want)
 		}
 	}
+}
+
+// copyDrafter is a Drafter for the copyNext model: it proposes copyNext's
+// continuation, wrong at every fifth position of a sequence's history (so
+// some drafts are rejected). It records what it keeps per sequence, as a
+// draft model keeps K/V, and checks the calls: one Draft per step at
+// most, never a sequence it was told to forget without a new history
+// start, each request within its limits.
+type copyDrafter struct {
+	t       *testing.T
+	known   map[uint64]int // sequence -> history length last drafted for
+	calls   int
+	forgets int
+}
+
+func (d *copyDrafter) Draft(ctx context.Context, reqs []batch.DraftRequest) error {
+	d.calls++
+	seen := map[uint64]bool{}
+	for i := range reqs {
+		r := &reqs[i]
+		if seen[r.Seq] || r.Max <= 0 || len(r.Out) != 1 || r.Out[0] != r.History[len(r.History)-1] {
+			d.t.Errorf("draft request seq %d: max %d, out %v, twice %v", r.Seq, r.Max, r.Out, seen[r.Seq])
+		}
+		seen[r.Seq] = true
+		d.known[r.Seq] = len(r.History)
+		h := append([]int32(nil), r.History...)
+		for range r.Max {
+			tok := copyNext(h)
+			if len(h)%5 == 0 {
+				tok = (tok + 1) % 26
+			}
+			h = append(h, tok)
+			r.Out = append(r.Out, tok)
+		}
+	}
+	return nil
+}
+
+func (d *copyDrafter) Forget(seq uint64) {
+	d.forgets++
+	delete(d.known, seq)
+}
+
+// A draft-model source (SpecDraft) on the TestSpecCancelAndPreempt
+// workload: the same tokens, drafts accepted, one Draft call per step at
+// most, and every sequence forgotten by the drafter once it no longer
+// runs (cancelled, preempted, finished).
+func TestSpecDrafterCancelAndPreempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dr := &copyDrafter{t: t, known: map[uint64]int{}}
+		cfg := testConfig()
+		cfg.NumBlocks = 24
+		cfg.WatermarkBlocks = 1
+		cfg.Spec = SpecConfig{Source: SpecDraft, Drafter: dr, MaxStepTokens: 64}
+		h := startHarness(t, cfg, func(m *schedtest.Model) { m.Next = copyNext })
+		pa, pb, pc := prompt(1, 12), prompt(2, 12), prompt(3, 12)
+		a := h.submit(Request{Prompt: pa, MaxTokens: 70, IgnoreEOS: true})
+		c := h.submit(Request{Prompt: pc, MaxTokens: 70, IgnoreEOS: true})
+		ra, rc := h.collectAsync(a), h.collectAsync(c)
+		time.Sleep(4 * stepDur)
+		c.Cancel()
+		b := h.submit(Request{Prompt: pb, MaxTokens: 60, IgnoreEOS: true, Priority: 1})
+		rb := h.collectAsync(b)
+		resA, resB, resC := <-ra, <-rb, <-rc
+		for _, x := range []struct {
+			name string
+			p    []int32
+			r    result
+			n    int
+		}{{"a", pa, resA, 70}, {"b", pb, resB, 60}} {
+			if diff := cmp.Diff(schedtest.Reference(x.p, x.n, copyNext), x.r.tokens); diff != "" || x.r.final.Reason != FinishLength {
+				t.Errorf("%s: reason %v, tokens (-want +got):\n%s", x.name, x.r.final.Reason, diff)
+			}
+		}
+		if resC.final.Reason != FinishCancelled || len(resC.tokens) == 0 || len(resC.tokens) >= 70 {
+			t.Errorf("cancelled: reason %v after %d tokens", resC.final.Reason, len(resC.tokens))
+		}
+		if diff := cmp.Diff(schedtest.Reference(pc, len(resC.tokens), copyNext), resC.tokens); diff != "" {
+			t.Errorf("cancelled: tokens (-want +got):\n%s", diff)
+		}
+		synctest.Wait()
+		st := h.s.Stats()
+		t.Logf("%d steps, %d preemptions, drafted %d, accepted %d, %d Draft calls, %d Forgets", st.Steps, st.Preemptions, st.SpecDraftTokens, st.SpecAcceptedTokens, dr.calls, dr.forgets)
+		if st.Preemptions == 0 || st.SpecAcceptedTokens == 0 || st.SpecAcceptedTokens == st.SpecDraftTokens {
+			t.Errorf("%d preemptions, %d of %d drafts accepted: the test misses its case", st.Preemptions, st.SpecAcceptedTokens, st.SpecDraftTokens)
+		}
+		if dr.calls == 0 || dr.calls > int(st.Steps) {
+			t.Errorf("%d Draft calls in %d steps", dr.calls, st.Steps)
+		}
+		if len(dr.known) != 0 {
+			t.Errorf("the drafter still keeps %v: sequences never forgotten", dr.known)
+		}
+		if dr.forgets < 3+int(st.Preemptions) {
+			t.Errorf("%d Forgets for 3 sequences and %d preemptions", dr.forgets, st.Preemptions)
+		}
+		h.idleEmpty()
+		h.stop()
+	})
 }
