@@ -208,7 +208,7 @@ func TestServeFlags(t *testing.T) {
 // TestServeGoldenStories260K: greedy Generate over gRPC on the real CPU
 // runtime streams exactly llama.cpp's tokens, in several messages, with
 // n-gram speculation (--spec ngram, whose accepted drafts the metrics
-// count) as without.
+// count) and with a draft model (--spec draft) as without.
 func TestServeGoldenStories260K(t *testing.T) {
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
@@ -228,17 +228,23 @@ func TestServeGoldenStories260K(t *testing.T) {
 	if len(golden.Results) == 0 {
 		t.Fatal("no golden prompts")
 	}
-	for _, spec := range []string{"off", "ngram"} {
+	for _, spec := range []string{"off", "ngram", "draft"} {
 		t.Run("spec-"+spec, func(t *testing.T) {
 			b, err := m.NewCPUBackend(cpu.Config{BlockSize: 16, KVType: "f32", Threads: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			client, _, maddr := startServeArgs(t, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu"}, "--spec", spec)
+			args := []string{"--spec", spec}
+			if spec == "draft" {
+				// Its own file as draft model: the greedy drafts are the
+				// model's own choices up to rounding, so most are accepted.
+				args = append(args, "--draft-model", shareddata.Path(t, "models/stories260K.gguf"))
+			}
+			client, _, maddr := startServeArgs(t, serveDeps{Model: m, Backend: b, BackendWhy: "--backend cpu"}, args...)
 			finalAcc := checkGoldenServe(t, client, golden.Results)
 			acc, ok := metric(t, maddr, "weft_spec_accepted_tokens_total")
-			if !ok || (spec == "ngram") != (acc > 0) || acc != float64(finalAcc) {
+			if !ok || (spec != "off") != (acc > 0) || acc != float64(finalAcc) {
 				t.Errorf("--spec %s: weft_spec_accepted_tokens_total %v (exported %v), Finals' accepted_draft_tokens %d", spec, acc, ok, finalAcc)
 			}
 		})
@@ -533,5 +539,44 @@ func TestServeFallbackReason(t *testing.T) {
 	}
 	if _, _, err := newBackend(serveConfig{Backend: "cuda", GPUMemUtil: 0.9}, m, log); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NO_DEVICE") {
 		t.Errorf("--backend cuda with no device: %v", err)
+	}
+}
+
+// TestServeDraftModelRefused: --spec draft and --draft-model go together,
+// and a draft model with another vocabulary than the target's is refused
+// (the built-in model's against stories260K's); the same vocabulary in
+// another weight type is taken.
+func TestServeDraftModelRefused(t *testing.T) {
+	for _, args := range [][]string{{"--spec", "draft"}, {"--draft-model", "x.gguf"}, {"--spec", "ngram", "--draft-model", "x.gguf"}} {
+		if _, err := parseServeFlags(args); err == nil || !strings.Contains(err.Error(), "--draft-model") {
+			t.Errorf("%q: err %v, want one about --draft-model", args, err)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	kv := batch.KVInfo{BlockSize: 16, NumBlocks: 64}
+	c, err := parseServeFlags([]string{"--spec", "draft", "--draft-model", shareddata.Path(t, "models/stories260K-Q4_0.gguf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := runtime.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer builtin.Close()
+	if _, _, err := loadDraftModel(c, builtin, kv, log); err == nil || !strings.Contains(err.Error(), "share a vocabulary") {
+		t.Errorf("a draft model with another vocabulary: %v", err)
+	}
+	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d, closeDraft, err := loadDraftModel(c, m, kv, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDraft()
+	if d.FreeBlocks() != 64 {
+		t.Errorf("draft pool of %d blocks, want the target's 64", d.FreeBlocks())
 	}
 }
