@@ -32,6 +32,10 @@
 //     the sampler's state after the tokens accepted before it and accepts
 //     the drafts Sample returns, which is exact rejection sampling for a
 //     deterministic draft (see StepDrafts).
+//   - DraftModel makes those drafts with a second model of the same
+//     vocabulary (CheckDraftVocab): greedy, over its own backend and KV
+//     pool, one ragged batch per draft position for every drafting
+//     sequence; it implements the scheduler's Drafter.
 //
 // # Ownership and invariants
 //

@@ -20,8 +20,9 @@
 //     EOS, stop strings, held-back text, length limits.
 //   - seq.go, stream.go, kv.go: a sequence's state, its output mailbox, the
 //     block ledger and prefix cache.
-//   - spec.go: speculative decoding (Config.Spec): n-gram drafts planned
-//     into decode rows, verified by the model in the same step
+//   - spec.go: speculative decoding (Config.Spec): n-gram drafts, or a
+//     Drafter's (a draft model: one Draft call per step, Forget whenever
+//     a sequence's blocks go back), planned into decode rows, verified by the model in the same step
 //     (Verifier), accepted tokens applied one by one, adaptive draft
 //     lengths.
 //   - check_test.go: the invariant checker the tests run after every step;

@@ -858,7 +858,12 @@ func loadDraftModel(c serveConfig, target *runtime.Model, kv batch.KVInfo, log *
 		dm.Close()
 		return nil, nil, fmt.Errorf("--draft-model: %w", err)
 	}
-	log.Info("speculative decoding with a draft model", "draft", dm.Name, "path", c.DraftModel, "types", dm.TypeSummary(), "kv_blocks", blocks, "block_size", kv.BlockSize)
+	log.Info("speculative decoding with a draft model", "draft", dm.Name, "path", c.DraftModel, "types", dm.TypeSummary(),
+		"kv_blocks", blocks, "block_size", kv.BlockSize, "kv_bytes", int64(blocks)*db.KV().BytesPerBlock)
+	if dm.HP.ContextLen < target.HP.ContextLen {
+		log.Warn("the draft model's context is shorter than the target's: drafts past it come from positions it was not trained for",
+			"draft_context", dm.HP.ContextLen, "target_context", target.HP.ContextLen)
+	}
 	return d, func() {
 		db.Close()
 		dm.Close()
