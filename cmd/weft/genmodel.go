@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/weft-inference/weft/internal/shareddata"
@@ -72,7 +74,19 @@ func runGenModel(ctx context.Context, args []string) error {
 		cfg.Tokenizer = kvs
 		cfg.VocabSize = 0
 	}
-	return writeModel(cfg, *out)
+	fellBack := map[string][]string{} // "Q4_K -> Q5_0" -> tensor names
+	cfg.OnFallback = func(tensor string, want, got gguf.Type, cols int) {
+		k := fmt.Sprintf("%s -> %s", want, got)
+		fellBack[k] = append(fellBack[k], fmt.Sprintf("%s (%d)", tensor, cols))
+	}
+	if err := writeModel(cfg, *out); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fellBack)) {
+		slog.Info("rows not a multiple of the type's block: written in the fallback type, as llama.cpp's quantizer does",
+			"types", k, "tensors", len(fellBack[k]), "names (row length)", strings.Join(fellBack[k], ", "))
+	}
+	return nil
 }
 
 // writeModel generates cfg into path (through a temporary file renamed into

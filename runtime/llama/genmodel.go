@@ -51,6 +51,10 @@ type GenConfig struct {
 	MoreBitsQ6K bool
 	// Seed makes the weights reproducible.
 	Seed uint64
+	// OnFallback, when set, is called for each tensor written in another
+	// type than asked because its row length (cols) is not a multiple of
+	// the asked type's block (see FallbackType).
+	OnFallback func(tensor string, want, got gguf.Type, cols int)
 	// TiedOutput omits output.weight (the embedding is reused).
 	TiedOutput bool
 	// Tokenizer, when non-nil, provides the tokenizer.* keys (copied
@@ -166,8 +170,10 @@ func (c *GenConfig) validate() error {
 	if c.ExpertsMXFP4 && c.MoE == nil {
 		return fmt.Errorf("%w: generate: MXFP4 experts without a mixture of experts", ErrUnsupported)
 	}
+	// Dense models write a tensor whose rows do not fit Type's block in
+	// FallbackType's type; the mixture-of-experts writer has no fallback.
 	for _, n := range []int{c.Dim, c.FFN, c.Heads * c.HeadDim} {
-		if n%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && n%gguf.TypeQ6_K.BlockLen() != 0 {
+		if c.MoE != nil && (n%c.Type.BlockLen() != 0 || c.MoreBitsQ6K && n%gguf.TypeQ6_K.BlockLen() != 0) {
 			return fmt.Errorf("llama: generate: row length %d is not a multiple of the %s block (%d)", n, c.Type, c.Type.BlockLen())
 		}
 	}
@@ -175,6 +181,37 @@ func (c *GenConfig) validate() error {
 		return fmt.Errorf("llama: generate: VocabSize %d too small for the byte vocabulary (262)", c.VocabSize)
 	}
 	return nil
+}
+
+// FallbackType is the type a matrix whose rows are cols values long is
+// written in when want is asked for, as llama.cpp's quantizer chooses it:
+// want itself when its block divides cols; otherwise a type of 32-value
+// blocks close to want in size and accuracy (Q4_K -> Q5_0, Q5_K -> Q5_1,
+// Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, Q2_K and Q3_K -> Q4_0); F16 when that
+// block does not divide cols either, or when want has no smaller-block
+// counterpart. Gemma 3's widths (640, 1152) are such rows for the 256-value
+// K-quant and IQ4_XS blocks.
+func FallbackType(want gguf.Type, cols int) gguf.Type {
+	if cols%want.BlockLen() == 0 {
+		return want
+	}
+	got := gguf.TypeF16
+	switch want {
+	case gguf.TypeIQ4_XS:
+		got = gguf.TypeIQ4_NL
+	case gguf.TypeQ2_K, gguf.TypeQ3_K:
+		got = gguf.TypeQ4_0
+	case gguf.TypeQ4_K:
+		got = gguf.TypeQ5_0
+	case gguf.TypeQ5_K:
+		got = gguf.TypeQ5_1
+	case gguf.TypeQ6_K:
+		got = gguf.TypeQ8_0
+	}
+	if cols%got.BlockLen() != 0 {
+		return gguf.TypeF16
+	}
+	return got
 }
 
 // writeBaseKV writes the metadata every generated model has: its
@@ -248,6 +285,12 @@ func Generate(c GenConfig, w io.Writer) error {
 		return x
 	}
 	addMatT := func(name string, typ gguf.Type, rows, cols int, std float64) error {
+		if got := FallbackType(typ, cols); got != typ {
+			if c.OnFallback != nil {
+				c.OnFallback(name, typ, got, cols)
+			}
+			typ = got
+		}
 		data, err := quant.Quantize(typ, gauss(rows*cols, std), cols)
 		if err != nil {
 			return fmt.Errorf("llama: generate %s: %w", name, err)

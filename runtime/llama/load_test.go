@@ -3,6 +3,7 @@ package llama
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -195,7 +196,6 @@ func TestGenerateRejectsBadShapes(t *testing.T) {
 	for _, mod := range []func(*GenConfig){
 		func(c *GenConfig) { c.Heads = 5 },
 		func(c *GenConfig) { c.KVHeads = 3 },
-		func(c *GenConfig) { c.Type = gguf.TypeQ4_K }, // 64 is not a multiple of 256
 		func(c *GenConfig) { c.Type = gguf.TypeQ5_K },
 		func(c *GenConfig) { c.VocabSize = 100 },
 	} {
@@ -245,8 +245,7 @@ func TestLlama3ScalingKeys(t *testing.T) {
 }
 
 // TestGenerateIQ4Types: the 4-bit table types generate and load as the
-// type of every matrix (gen-model --type IQ4_NL, IQ4_XS, MXFP4), and
-// IQ4_XS refuses rows that are not whole 256-value super-blocks.
+// type of every matrix (gen-model --type IQ4_NL, IQ4_XS, MXFP4).
 func TestGenerateIQ4Types(t *testing.T) {
 	for _, typ := range []gguf.Type{gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4} {
 		t.Run(typ.String(), func(t *testing.T) {
@@ -273,13 +272,84 @@ func TestGenerateIQ4Types(t *testing.T) {
 		})
 	}
 	cfg := tinyCfg()
-	cfg.Type = gguf.TypeIQ4_XS // 64 wide: not a multiple of 256
-	if err := Generate(cfg, &bytes.Buffer{}); err == nil {
-		t.Error("IQ4_XS accepted rows of 64")
-	}
-	cfg = tinyCfg()
 	cfg.ExpertsMXFP4 = true
 	if err := Generate(cfg, &bytes.Buffer{}); err == nil {
 		t.Error("MXFP4 experts accepted for a dense model")
+	}
+}
+
+func TestFallbackType(t *testing.T) {
+	tests := []struct {
+		want gguf.Type
+		cols int
+		got  gguf.Type
+	}{
+		{gguf.TypeQ4_K, 512, gguf.TypeQ4_K},
+		{gguf.TypeQ4_K, 1152, gguf.TypeQ5_0},
+		{gguf.TypeQ5_K, 640, gguf.TypeQ5_1},
+		{gguf.TypeQ6_K, 1152, gguf.TypeQ8_0},
+		{gguf.TypeQ6_K, 6912, gguf.TypeQ6_K},
+		{gguf.TypeIQ4_XS, 640, gguf.TypeIQ4_NL},
+		{gguf.TypeIQ4_XS, 1024, gguf.TypeIQ4_XS},
+		{gguf.TypeQ2_K, 96, gguf.TypeQ4_0},
+		{gguf.TypeQ3_K, 96, gguf.TypeQ4_0},
+		{gguf.TypeQ4_K, 100, gguf.TypeF16}, // not even 32-value blocks
+		{gguf.TypeQ8_0, 100, gguf.TypeF16},
+		{gguf.TypeQ8_0, 96, gguf.TypeQ8_0},
+		{gguf.TypeF16, 100, gguf.TypeF16},
+	}
+	for _, tc := range tests {
+		if got := FallbackType(tc.want, tc.cols); got != tc.got {
+			t.Errorf("FallbackType(%s, %d) = %s, want %s", tc.want, tc.cols, got, tc.got)
+		}
+	}
+}
+
+// TestGenerateFallback: rows of 64 and 192 values are written in the
+// 32-block fallback types, rows of 256 in the asked type, each fallback is
+// reported, and the file loads.
+func TestGenerateFallback(t *testing.T) {
+	for _, tc := range []struct {
+		typ      gguf.Type
+		q6k      bool
+		fallback gguf.Type // of the 64-wide rows (attn_q)
+		down     gguf.Type // ffn_down of layer 1 (rows of 256)
+		v        gguf.Type // attn_v of layer 1
+	}{
+		{gguf.TypeQ4_K, false, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_0},
+		{gguf.TypeQ4_K, true, gguf.TypeQ5_0, gguf.TypeQ6_K, gguf.TypeQ8_0}, // Q4_K_M: the last layer has more bits
+		{gguf.TypeIQ4_XS, false, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeIQ4_NL},
+	} {
+		t.Run(fmt.Sprintf("%s/q6k=%v", tc.typ, tc.q6k), func(t *testing.T) {
+			cfg := tinyCfg()
+			cfg.Type, cfg.MoreBitsQ6K, cfg.FFN = tc.typ, tc.q6k, 256
+			reported := map[string]gguf.Type{}
+			cfg.OnFallback = func(name string, want, got gguf.Type, cols int) {
+				if cols%want.BlockLen() == 0 || cols%got.BlockLen() != 0 {
+					t.Errorf("%s: %s -> %s for rows of %d", name, want, got, cols)
+				}
+				reported[name] = got
+			}
+			m, err := FromGGUF(genTiny(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				w    quant.Weight
+				want gguf.Type
+			}{
+				{"blk.0.attn_q.weight", m.Layers[0].Wq, tc.fallback},
+				{"blk.1.attn_v.weight", m.Layers[1].Wv, tc.v},
+				{"blk.1.ffn_down.weight", m.Layers[1].WDown, tc.down},
+			} {
+				if c.w.Type != c.want {
+					t.Errorf("%s: %s, want %s", c.name, c.w.Type, c.want)
+				}
+				if got, ok := reported[c.name]; ok != (c.want != tc.typ && !(tc.q6k && c.want == gguf.TypeQ6_K)) || ok && got != c.want {
+					t.Errorf("%s: reported %v (%s), written %s", c.name, ok, got, c.want)
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Quantize encodes src (a whole number of rows of cols values) as type t:
-// F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL or MXFP4 (quantize_iq4.go), in
+// F32, F16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, IQ4_NL or MXFP4 (quantize_iq4.go), in
 // the block layouts Dequantize decodes. The encoders round to nearest (no
 // importance search or scale refit, unlike llama.cpp's quantize tool):
 // enough for generated test models, whose weights are random anyway. Other types give an error wrapping ErrType;
@@ -35,6 +35,8 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 		enc = quantQ8_0
 	case gguf.TypeQ4_0:
 		enc = quantQ4_0
+	case gguf.TypeQ5_0:
+		enc = quantQ5_0
 	case gguf.TypeQ4_K:
 		enc = quantQ4_K
 	case gguf.TypeQ6_K:
@@ -88,6 +90,33 @@ func quantQ4_0(dst []byte, x []float32) {
 	for j := range 16 {
 		dst[2+j] = q(x[j]) | q(x[j+16])<<4
 	}
+}
+
+// quantQ5_0 writes one Q5_0 block: the f16 scale d, 32 high bits (bit j
+// for value j), then 16 bytes of low nibbles (value j low, value j+16
+// high); value = (q - 16) * d with q in 0..31. d is the signed value of
+// largest magnitude over -16, so that value maps exactly to q = 0.
+func quantQ5_0(dst []byte, x []float32) {
+	var amax, mx float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, mx = a, v
+		}
+	}
+	d := mx / -16
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
+	q := func(v float32) uint32 { return uint32(min(31, max(0, int(v*id+16.5)))) }
+	var qh uint32
+	for j := range 16 {
+		lo, hi := q(x[j]), q(x[j+16])
+		dst[6+j] = byte(lo&0xf | (hi&0xf)<<4)
+		qh |= (lo>>4)<<j | (hi>>4)<<(j+16)
+	}
+	binary.LittleEndian.PutUint32(dst[2:], qh)
 }
 
 func quantQ4_K(dst []byte, x []float32) {

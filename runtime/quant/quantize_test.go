@@ -28,6 +28,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{gguf.TypeF16, 1e-3},
 		{gguf.TypeQ8_0, 0.01},
 		{gguf.TypeQ4_0, 0.1},
+		{gguf.TypeQ5_0, 0.05},
 		{gguf.TypeQ4_K, 0.1},
 		{gguf.TypeQ6_K, 0.03},
 		{gguf.TypeIQ4_NL, 0.1},
