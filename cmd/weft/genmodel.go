@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -29,7 +30,9 @@ func runGenModel(ctx context.Context, args []string) error {
 		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all with a generated 32000-token vocabulary)")
 	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, "+
 		"Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers) "+
-		"or MXFP4_MOE (MoE presets: experts MXFP4, the rest Q8_0, as gpt-oss is released)")
+		"or MXFP4_MOE (MoE presets: experts MXFP4, the rest Q8_0, as gpt-oss is released); "+
+		"in dense presets a matrix whose rows are not whole blocks of the type takes llama.cpp's fallback type "+
+		"(Q4_K -> Q5_0, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, else F16) and is logged")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
 	if err := fs.Parse(args); err != nil {
@@ -74,17 +77,29 @@ func runGenModel(ctx context.Context, args []string) error {
 		cfg.Tokenizer = kvs
 		cfg.VocabSize = 0
 	}
-	fellBack := map[string][]string{} // "Q4_K -> Q5_0" -> tensor names
+	// fellBack counts, per "Q4_K -> Q5_0", the tensors written in the
+	// fallback type, by name with the layer number as * and row length.
+	fellBack := map[string]map[string]int{}
+	layer := regexp.MustCompile(`^blk\.[0-9]+\.`)
 	cfg.OnFallback = func(tensor string, want, got gguf.Type, cols int) {
 		k := fmt.Sprintf("%s -> %s", want, got)
-		fellBack[k] = append(fellBack[k], fmt.Sprintf("%s (%d)", tensor, cols))
+		if fellBack[k] == nil {
+			fellBack[k] = map[string]int{}
+		}
+		fellBack[k][fmt.Sprintf("%s (rows of %d)", layer.ReplaceAllString(tensor, "blk.*."), cols)]++
 	}
 	if err := writeModel(cfg, *out); err != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(fellBack)) {
+		var names []string
+		total := 0
+		for _, n := range slices.Sorted(maps.Keys(fellBack[k])) {
+			names = append(names, fmt.Sprintf("%s x%d", n, fellBack[k][n]))
+			total += fellBack[k][n]
+		}
 		slog.Info("rows not a multiple of the type's block: written in the fallback type, as llama.cpp's quantizer does",
-			"types", k, "tensors", len(fellBack[k]), "names (row length)", strings.Join(fellBack[k], ", "))
+			"types", k, "tensors", total, "names", strings.Join(names, ", "))
 	}
 	return nil
 }
