@@ -111,12 +111,18 @@ func TestTokenizeJSON(t *testing.T) {
 
 func TestGenModelTiny(t *testing.T) {
 	out := t.TempDir() + "/tiny.gguf"
-	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q8_0"}); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := generateCmd(context.Background(), []string{"--model", out, "--prompt", "hi", "--max-tokens", "4", "--format", "json"}, &buf, io.Discard); err != nil {
-		t.Fatal(err)
+	// Q4_K_M and IQ4_XS: tiny's rows of 64 and 192 fall back to Q5_0, Q8_0 and IQ4_NL.
+	for _, typ := range []string{"Q8_0", "Q4_K_M", "IQ4_XS"} {
+		if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", typ}); err != nil {
+			t.Fatal(typ, err)
+		}
+		var buf bytes.Buffer
+		if err := generateCmd(context.Background(), []string{"--model", out, "--prompt", "hi", "--max-tokens", "4", "--format", "json"}, &buf, io.Discard); err != nil {
+			t.Fatal(typ, err)
+		}
+		if !strings.Contains(buf.String(), `"finish_reason":"length"`) {
+			t.Errorf("%s: generate did not run its 4 tokens: %s", typ, buf.String())
+		}
 	}
 	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q5_K"}); err == nil {
 		t.Error("gen-model accepted --type Q5_K")
