@@ -12,8 +12,18 @@
 # llama.cpp ratios per file, round and llama.cpp build: > 1 means weft is faster (wall: llama.cpp
 # seconds over weft seconds).
 #
+# With --depths, it measures decode at those context depths instead: for each depth D and file,
+# llama-bench (-d D -p 0 -n 32: one sequence), llama-batched-bench (-npp D -ntg 32 at each --seqs
+# count, its context seqs x (D + 32) + 512 tokens) and `weft bench --engine --context D --steps 32`
+# (each sequence holds D tokens of KV when the timed steps start), alternating as above, then a
+# table of tokens/s and of each figure's share of the bandwidth bound: seqs x the streaming
+# bandwidth weft measures / (the file's tensor bytes + seqs x (D + 16) x the F16 KV bytes of one
+# token over all layers), the weights and every sequence's KV read once per step (D + 16: the
+# middle of the 32 timed steps).
+#
 # usage: scripts/vs-llamacpp.sh [--src DIR] [--llama-build DIR] [--work DIR] [--types "F16 Q8_0 Q4_K_M"]
 #            [--preset NAME] [--rounds N] [--threads T] [--seqs LIST] [--prompt TEXT] [--weft BIN] [--lock FILE]
+#            [--depths LIST]
 #
 #   --src DIR          llama.cpp source to build (default: the release the npm package
 #                      node-llama-cpp@3.22.1 bundles, unpacked under the work directory)
@@ -29,6 +39,8 @@
 #   --seqs LIST        sequence counts of the batched decode, comma-separated (default 1,4,16,64)
 #   --prompt TEXT      prompt of the 128-token wall-time run (default "Once upon a time")
 #   --weft BIN         weft binary to use (default: built from this checkout)
+#   --depths LIST      context depths of a decode sweep, comma-separated (e.g. 256,2048,8192); given,
+#                      the sweep replaces the prompt / decode / wall comparison
 #   --lock FILE        hold flock(1) on FILE during each program's runs, so that other heavy jobs
 #                      sharing the machine and the lock wait between measurements, not during them
 #
@@ -47,6 +59,7 @@ seqs="1,4,16,64"
 prompt="Once upon a time"
 weft=""
 lock=""
+depths=""
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--src) src="$2"; shift 2 ;;
@@ -60,6 +73,7 @@ while [[ $# -gt 0 ]]; do
 	--prompt) prompt="$2"; shift 2 ;;
 	--weft) weft="$2"; shift 2 ;;
 	--lock) lock="$2"; shift 2 ;;
+	--depths) depths="$2"; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "vs-llamacpp: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
@@ -67,6 +81,7 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --rounds must be a positive count" >&2; exit 2; }
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --threads must be a positive count" >&2; exit 2; }
 [[ "$seqs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "vs-llamacpp: --seqs must be counts separated by commas" >&2; exit 2; }
+[[ -z "$depths" || "$depths" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "vs-llamacpp: --depths must be counts separated by commas" >&2; exit 2; }
 maxseqs="$(tr ',' '\n' <<<"$seqs" | sort -n | tail -1)"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -280,6 +295,102 @@ locked() {
 	flock -u "$fd"
 	exec {fd}>&-
 }
+# The depth sweep: decode at each context depth, 32 timed steps.
+dsteps=32
+depth_llama() { # round type label dir depth
+	local r="$1" t="$2" label="$3" dir="$4" d="$5" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-$3-d$5"
+	echo "round $r $t depth $d: llama.cpp ($label)"
+	"$dir/bin/llama-bench" -m "$f" -d "$d" -p 0 -n "$dsteps" -r 2 -t "$threads" -o json >"$log-bench.json" 2>"$log-bench.err" ||
+		{ echo "vs-llamacpp: llama-bench failed (see $log-bench.err)" >&2; exit 1; }
+	python3 - "$log-bench.json" "$r $t $label" "$d" >>"$results" <<'EOF'
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    if e["n_gen"] > 0 and e["n_prompt"] == 0:
+        print(sys.argv[2], "tg@%s" % sys.argv[3], e["avg_ts"])
+EOF
+	"$dir/bin/llama-batched-bench" -m "$f" -c $((maxseqs * (d + dsteps) + 512)) -b 2048 -ub 512 -npp "$d" -ntg "$dsteps" \
+		-npl "$seqs" -t "$threads" --output-format jsonl >"$log-batched.txt" 2>&1 </dev/null ||
+		{ echo "vs-llamacpp: llama-batched-bench failed (see $log-batched.txt)" >&2; exit 1; }
+	python3 - "$log-batched.txt" "$r $t $label" "$d" >>"$results" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith('{"n_kv_max"'):
+        e = json.loads(line)
+        print(sys.argv[2], "d%d@%s" % (e["pl"], sys.argv[3]), e["speed_tg"])
+EOF
+}
+depth_weft() { # round type depth
+	local r="$1" t="$2" d="$3" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-weft-d$3"
+	echo "round $r $t depth $d: weft"
+	GOMAXPROCS="$threads" "$weft" bench --engine --model "$f" --seqs "$seqs" --steps "$dsteps" --context "$d" \
+		--prompt 16 --prompt-reps 1 --format json >"$log-bench.json" 2>"$log-bench.err" ||
+		{ echo "vs-llamacpp: weft bench failed (see $log-bench.err)" >&2; exit 1; }
+	python3 - "$log-bench.json" "$r $t weft" "$d" "$dsteps" >>"$results" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+d, steps = int(sys.argv[3]), int(sys.argv[4])
+bw = j["stream_bandwidth_gbs"] * 1e9
+print(sys.argv[2], "bw@%d" % d, j["stream_bandwidth_gbs"])
+for e in j["results"]:
+    if e["name"] == "decode":
+        n = e["seqs"]
+        step_bytes = j["weight_bytes"] + n * (d + steps // 2) * j["kv_bytes_per_token"]
+        print(sys.argv[2], "d%d@%d" % (n, d), e["tokens_per_second"])
+        print(sys.argv[2], "bound%d@%d" % (n, d), n * bw / step_bytes)
+EOF
+}
+if [[ -n "$depths" ]]; then
+	for ((r = 1; r <= rounds; r++)); do
+		for t in $types; do
+			for d in ${depths//,/ }; do
+				if ((r % 2 == 0)); then locked depth_weft "$r" "$t" "$d"; fi
+				for b in "${builds[@]}"; do locked depth_llama "$r" "$t" "${b%%=*}" "${b#*=}" "$d"; done
+				if ((r % 2 == 1)); then locked depth_weft "$r" "$t" "$d"; fi
+			done
+		done
+	done
+	echo
+	python3 - "$results" "$seqs" <<'EOF'
+import sys
+vals, order = {}, []
+for line in open(sys.argv[1]):
+    r, t, who, metric, v = line.split()
+    vals[(r, t, who, metric)] = float(v)
+    if (r, t) not in order:
+        order.append((r, t))
+seqs = [int(s) for s in sys.argv[2].split(",")]
+labels = sorted({k[2] for k in vals if k[2] != "weft"})
+depths = sorted({int(k[3].split("@")[1]) for k in vals if "@" in k[3]})
+def cell(x):
+    return "-" if x is None else ("%.1f" % x if x >= 10 else "%.2f" % x)
+def pct(x, b):
+    return "-" if x is None or not b else "%.0f%%" % (100 * x / b)
+print("Decode at depth (tokens/s; bound: seqs x streaming GB/s / (weight bytes + seqs x (depth + 16) x F16 KV bytes per token));")
+print("llama.cpp at 1 sequence: llama-bench -d DEPTH -n 32 -p 0; at N: llama-batched-bench -npp DEPTH -ntg 32 -npl N")
+print("| round | file | depth | seqs | weft t/s | weft % of bound | " + " | ".join("llama.cpp %s t/s | llama.cpp %s %% of bound | weft / llama.cpp %s" % (l, l, l) for l in labels) + " | bound t/s |")
+print("|---|---|---|---|---|---|" + "---|---|---|" * len(labels) + "---|")
+for r, t in order:
+    for d in depths:
+        for n in seqs:
+            w = vals.get((r, t, "weft", "d%d@%d" % (n, d)))
+            b = vals.get((r, t, "weft", "bound%d@%d" % (n, d)))
+            cells = [cell(w), pct(w, b)]
+            for l in labels:
+                x = vals.get((r, t, l, "tg@%d" % d)) if n == 1 else None
+                if x is None:
+                    x = vals.get((r, t, l, "d%d@%d" % (n, d)))
+                cells += [cell(x), pct(x, b), "-" if not w or not x else "%.2f" % (w / x)]
+            print("| %s | %s | %d | %d | %s | %s |" % (r, t, d, n, " | ".join(cells), cell(b)))
+bws = sorted({v for k, v in vals.items() if k[3].startswith("bw@")})
+if bws:
+    print("streaming bandwidth weft measured (GB/s): %s" % ", ".join("%.1f" % x for x in bws))
+EOF
+	echo
+	echo "results: $results; logs: $work/logs"
+	exit 0
+fi
+
 for ((r = 1; r <= rounds; r++)); do
 	for t in $types; do
 		# Alternate: llama.cpp first in odd rounds, weft first in even ones.

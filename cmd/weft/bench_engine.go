@@ -276,6 +276,10 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			"bandwidth_gbs": *bandwidth, "bandwidth_why": bwWhy, "llc_bytes": pk.LLCBytes,
 			"stream_bandwidth_gbs": pk.BandwidthGBs, "cache_bandwidth_gbs": pk.CacheBandwidthGBs,
 			"gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
+			// kv_bytes_per_token: the F16 keys and values one token of context
+			// holds over all layers, what a decode step reads per context token
+			// of each sequence (full attention on every layer).
+			"kv_bytes_per_token": hp.Layers * 2 * hp.KVHeads * hp.HeadDim * 2, "context": *ctxLen,
 			"batch_invariant": kernels.BatchInvariant(),
 		})
 	}
