@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	kernelSet := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the timed decode steps of the last --seqs count to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -245,7 +248,20 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			seqs[i].Tokens = []int32{tok(i)}
 		}
 		var el time.Duration
+		profiled := false
 		for s := 0; s <= *steps; s++ {
+			if s == 1 && *cpuProfile != "" && n == seqCounts[len(seqCounts)-1] {
+				f, err := os.Create(*cpuProfile)
+				if err == nil {
+					err = pprof.StartCPUProfile(f)
+				}
+				if err != nil {
+					b.Close()
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				profiled = true
+				defer func() { pprof.StopCPUProfile(); f.Close() }() // a no-op stop once stopped below
+			}
 			t0 := time.Now()
 			if err := b.Forward(ctx, seqs, lg); err != nil {
 				b.Close()
@@ -258,6 +274,9 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 				seqs[i].Pos++
 				seqs[i].Tokens[0] = tok(i + s)
 			}
+		}
+		if profiled {
+			pprof.StopCPUProfile()
 		}
 		b.Close()
 		bound, kind := *bandwidth*1e9/float64(weightBytes)*float64(n), "bandwidth"

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,5 +157,26 @@ func TestBenchEngineBackend(t *testing.T) {
 	}
 	if err := runBench(context.Background(), append([]string{"--engine", "--backend", "tpu"}, peaks...), io.Discard, io.Discard); err == nil {
 		t.Error("--backend tpu accepted")
+	}
+}
+
+// TestBenchEngineContextProfile: the JSON states the context and the KV
+// bytes one token holds, and --cpuprofile writes a profile of the timed
+// decode steps.
+func TestBenchEngineContextProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	var got struct {
+		Context         int `json:"context"`
+		KVBytesPerToken int `json:"kv_bytes_per_token"`
+	}
+	runEngineJSON(t, &got, "--seqs", "1,2", "--prompt", "8", "--context", "5", "--steps", "2", "--prompt-reps", "1",
+		"--bandwidth-gbs", "10", "--gflops", "10", "--int8-gops", "10", "--cpuprofile", prof)
+	// stories260K: 5 layers, 4 KV heads of 8 dimensions, F16 keys and values.
+	if got.Context != 5 || got.KVBytesPerToken != 5*2*4*8*2 {
+		t.Errorf("context %d, kv_bytes_per_token %d; want 5, %d", got.Context, got.KVBytesPerToken, 5*2*4*8*2)
+	}
+	fi, err := os.Stat(prof)
+	if err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
 }
