@@ -73,18 +73,25 @@ func quantQ8_0(dst []byte, x []float32) {
 	}
 }
 
-func quantQ4_0(dst []byte, x []float32) {
+// signedScale returns the scale d of a block whose value of largest
+// magnitude maps to the code of div (a negative level: that value takes the
+// lowest code exactly), and 1/d (0 for an all-zero block).
+func signedScale(x []float32, div float32) (d, id float32) {
 	var amax, mx float32
 	for _, v := range x {
 		if a := float32(math.Abs(float64(v))); a > amax {
 			amax, mx = a, v
 		}
 	}
-	d := mx / -8
-	var id float32
+	d = mx / div
 	if d != 0 {
 		id = 1 / d
 	}
+	return d, id
+}
+
+func quantQ4_0(dst []byte, x []float32) {
+	d, id := signedScale(x, -8)
 	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	q := func(v float32) byte { return byte(min(15, max(0, int(v*id+8.5)))) }
 	for j := range 16 {
@@ -97,17 +104,7 @@ func quantQ4_0(dst []byte, x []float32) {
 // high); value = (q - 16) * d with q in 0..31. d is the signed value of
 // largest magnitude over -16, so that value maps exactly to q = 0.
 func quantQ5_0(dst []byte, x []float32) {
-	var amax, mx float32
-	for _, v := range x {
-		if a := float32(math.Abs(float64(v))); a > amax {
-			amax, mx = a, v
-		}
-	}
-	d := mx / -16
-	var id float32
-	if d != 0 {
-		id = 1 / d
-	}
+	d, id := signedScale(x, -16)
 	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	q := func(v float32) uint32 { return uint32(min(31, max(0, int(v*id+16.5)))) }
 	var qh uint32
