@@ -36,6 +36,8 @@ type OpenAIConfig struct {
 // Record are the server's, and its Chunks are the events with text, the
 // usage's output tokens spread over them (for the tokens-over-time plot).
 // TTFT is the first event with text; ITL the gaps between such events.
+// Drafted and accepted tokens come from llama-server's "timings" extension
+// (draft_n, draft_n_accepted) when an event carries it.
 func RunOpenAI(ctx context.Context, oc OpenAIConfig, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
@@ -57,6 +59,8 @@ func RunOpenAI(ctx context.Context, oc OpenAIConfig, cfg Config) (Result, error)
 	w := &Workload{Seed: cfg.Seed, PromptLen: cfg.PromptLen, OutputLen: cfg.OutputLen, Words: PromptWords}
 	res, err := runLoad(ctx, &cfg, w, func(ctx context.Context, s Spec, t0 time.Time) Record {
 		return oc.send(ctx, &cfg, s, t0)
+	}, func(ctx context.Context, s Spec) (Continuation, error) {
+		return oc.continuation(ctx, &cfg, s)
 	})
 	res.Model = oc.Model
 	return res, err
@@ -116,6 +120,12 @@ type completionEvent struct {
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+	// Timings is llama-server's extension: with speculative decoding it
+	// counts the request's drafted and accepted tokens.
+	Timings *struct {
+		DraftN         int `json:"draft_n"`
+		DraftNAccepted int `json:"draft_n_accepted"`
+	} `json:"timings"`
 }
 
 // send streams one completion and records it. An HTTP error, an error
@@ -184,6 +194,9 @@ func (oc *OpenAIConfig) send(ctx context.Context, cfg *Config, s Spec, t0 time.T
 		if text {
 			r.Chunks = append(r.Chunks, ChunkTime{At: time.Since(sent)})
 		}
+		if ev.Timings != nil && ev.Timings.DraftN > 0 {
+			r.DraftTokens, r.AcceptedDraftTokens = ev.Timings.DraftN, ev.Timings.DraftNAccepted
+		}
 		if ev.Usage != nil {
 			gotUsage = true
 			r.PromptTokens, r.OutputTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens
@@ -213,4 +226,34 @@ func (oc *OpenAIConfig) send(ctx context.Context, cfg *Config, s Spec, t0 time.T
 		}
 	}
 	return r
+}
+
+// continuation asks for s's greedy completion (not streamed, s.OutputLen
+// tokens, ignore_eos as cfg says) and returns its text.
+func (oc *OpenAIConfig) continuation(ctx context.Context, cfg *Config, s Spec) (Continuation, error) {
+	body, _ := json.Marshal(map[string]any{
+		"model": oc.Model, "prompt": s.Text, "max_tokens": s.OutputLen, "temperature": 0, "ignore_eos": cfg.IgnoreEOS,
+	})
+	req, err := http.NewRequestWithContext(ctx, "POST", oc.URL+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return Continuation{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := oc.do(req)
+	if err != nil {
+		return Continuation{}, err
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return Continuation{}, fmt.Errorf("/v1/completions: %w", err)
+	}
+	if len(c.Choices) == 0 || c.Choices[0].Text == "" {
+		return Continuation{}, errors.New("/v1/completions: empty completion")
+	}
+	return Continuation{Text: c.Choices[0].Text}, nil
 }

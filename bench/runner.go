@@ -96,6 +96,16 @@ type Config struct {
 	// of them) instead of token ids: the prompts RunOpenAI sends, so a
 	// gRPC run and an OpenAI run of one server do the same work.
 	TextPrompts bool
+	// PromptCopy makes a prompt-copy workload, whose outputs repeat long
+	// spans of their prompts: before the run (untimed, one at a time) each
+	// request's drawn prompt Q is sent alone for the server's own greedy
+	// continuation G of OutputLen tokens; the request then sends Q G Q.
+	// A model that repeats its context continues with G again, and prompt
+	// lookup (n-gram speculation) drafts exactly that continuation; how
+	// much of G the model really repeats is what the server's acceptance
+	// counts say. Needs Requests (not Duration); not with a response
+	// format or a chat turn.
+	PromptCopy bool
 }
 
 func (c *Config) validate() error {
@@ -119,6 +129,8 @@ func (c *Config) validate() error {
 		return errors.New("bench: a response format ends outputs when it accepts: turn ignore_eos off")
 	case c.ChatTurn != nil && c.ResponseFormat != nil:
 		return errors.New("bench: a chat turn carries its own response format")
+	case c.PromptCopy && (c.Duration > 0 || c.ChatTurn != nil || c.ResponseFormat != nil):
+		return errors.New("bench: a prompt-copy workload needs a request count, and no response format or chat turn")
 	}
 	if c.Describe == "" {
 		c.Describe = fmt.Sprintf("prompt %s, output %s", c.PromptLen, c.OutputLen)
@@ -170,7 +182,9 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 	if cfg.TextPrompts {
 		w.Vocab, w.Words = nil, PromptWords
 	}
-	res, err := runLoad(ctx, &cfg, w, send)
+	res, err := runLoad(ctx, &cfg, w, send, func(ctx context.Context, s Spec) (Continuation, error) {
+		return continueGRPC(ctx, c, &cfg, s)
+	})
 	res.Model = info.GetName()
 	if cfg.ResponseFormat != nil {
 		if b, err := protojson.Marshal(cfg.ResponseFormat); err == nil {
@@ -186,11 +200,27 @@ func Run(ctx context.Context, c Client, cfg Config) (Result, error) {
 // start).
 type sendFunc func(ctx context.Context, s Spec, t0 time.Time) Record
 
+// continueFunc returns the server's greedy continuation of s's prompt,
+// s.OutputLen tokens long (Config.PromptCopy).
+type continueFunc func(ctx context.Context, s Spec) (Continuation, error)
+
 // runLoad runs the warm-up and the measured load of cfg over w with send,
-// whatever the protocol.
-func runLoad(ctx context.Context, cfg *Config, w *Workload, send sendFunc) (Result, error) {
+// whatever the protocol; with cfg.PromptCopy it first asks cont for the
+// continuations of the warm-up's and the run's seed prompts.
+func runLoad(ctx context.Context, cfg *Config, w *Workload, send sendFunc, cont continueFunc) (Result, error) {
+	w.Copy = cfg.PromptCopy
 	if err := w.validate(); err != nil {
 		return Result{}, fmt.Errorf("bench: %w", err)
+	}
+	if w.Copy {
+		w.Continuations = make(map[int]Continuation, cfg.Warmup+cfg.Requests)
+		for i := -cfg.Warmup; i < cfg.Requests; i++ {
+			g, err := cont(ctx, w.Request(i))
+			if err != nil {
+				return Result{}, fmt.Errorf("bench: prompt copy: continuation of request %d: %w", i, err)
+			}
+			w.Continuations[i] = g
+		}
 	}
 	if cfg.Warmup > 0 {
 		recs := closedLoop(ctx, send, w, -cfg.Warmup, 0, 0, max(1, cfg.Concurrency), nil)
@@ -389,6 +419,49 @@ func send(ctx context.Context, c Client, cfg *Config, s Spec, t0 time.Time) Reco
 		}
 		return msg.GetChunk(), msg.GetFinal(), nil
 	})
+}
+
+// continueGRPC generates s's continuation (greedy, s.OutputLen tokens,
+// ignore_eos as cfg says) and returns its token ids and text.
+func continueGRPC(ctx context.Context, c Client, cfg *Config, s Spec) (Continuation, error) {
+	req := &inferencev1.GenerateRequest{
+		RequestId: fmt.Sprintf("bench-copy-%d", s.Index),
+		Prompt:    &inferencev1.GenerateRequest_TokenIds{TokenIds: &inferencev1.TokenIds{Ids: s.Prompt}},
+		Stopping:  &inferencev1.StoppingCriteria{MaxTokens: int32(s.OutputLen), IgnoreEos: cfg.IgnoreEOS},
+	}
+	if s.Prompt == nil {
+		req.Prompt = &inferencev1.GenerateRequest_Text{Text: s.Text}
+	}
+	stream, err := c.Generate(ctx, req)
+	if err != nil {
+		return Continuation{}, err
+	}
+	var g Continuation
+	var text strings.Builder
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return Continuation{}, errors.New("stream ended without a final message")
+		}
+		if err != nil {
+			return Continuation{}, err
+		}
+		if ch := msg.GetChunk(); ch != nil {
+			g.Tokens = append(g.Tokens, ch.GetTokenIds()...)
+			text.WriteString(ch.GetText())
+			continue
+		}
+		if f := msg.GetFinal(); f != nil {
+			if r := f.GetFinishReason(); r != inferencev1.FinishReason_FINISH_REASON_LENGTH && r != inferencev1.FinishReason_FINISH_REASON_EOS {
+				return Continuation{}, fmt.Errorf("finished with %v: %s", r, f.GetErrorMessage())
+			}
+			if len(g.Tokens) == 0 {
+				return Continuation{}, errors.New("empty continuation")
+			}
+			g.Text = text.String()
+			return g, nil
+		}
+	}
 }
 
 // sendChat sends one request as the one turn of a Chat stream

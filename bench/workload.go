@@ -199,6 +199,21 @@ type Workload struct {
 	// MaxTotal, when > 0, caps prompt+output (the model's context length):
 	// prompts are shortened to fit.
 	MaxTotal int
+	// Copy makes prompt-copy requests (Config.PromptCopy). Request(i)
+	// draws a seed prompt Q as usual, shortened so that Q G Q and the
+	// output fit MaxTotal; once Continuations holds i it returns the
+	// prompt Q G Q instead, with the same output length.
+	Copy bool
+	// Continuations holds, by request index, the server's own greedy
+	// continuation G of the request's seed prompt (fillContinuations).
+	Continuations map[int]Continuation
+}
+
+// Continuation is a server's output for a seed prompt: its token ids
+// (gRPC) or its text (OpenAI).
+type Continuation struct {
+	Tokens []int32
+	Text   string
 }
 
 func (w *Workload) validate() error {
@@ -210,16 +225,47 @@ func (w *Workload) validate() error {
 	case w.MaxTotal > 0 && w.OutputLen.Max() >= w.MaxTotal:
 		return fmt.Errorf("workload: output length up to %d does not fit the context (%d tokens) with a prompt",
 			w.OutputLen.Max(), w.MaxTotal)
+	case w.Copy && w.MaxTotal > 0 && 2*w.OutputLen.Max()+2 > w.MaxTotal:
+		return fmt.Errorf("workload: a prompt copy holds its output twice; output length up to %d does not fit the context (%d tokens)",
+			w.OutputLen.Max(), w.MaxTotal)
 	}
 	return nil
 }
 
-// Request returns the i-th request.
+// Request returns the i-th request: with Copy and a continuation G of
+// the seed prompt Q, the prompt Q G Q (token ids: Q's BOS once, at the
+// start; text: Q, G as the server wrote it, a space, Q), so that a model
+// that repeats its prompt continues with G again.
 func (w *Workload) Request(i int) Spec {
+	s := w.seed(i)
+	g, ok := w.Continuations[i]
+	if !w.Copy || !ok {
+		return s
+	}
+	if s.Prompt == nil {
+		s.Text = s.Text + g.Text + " " + s.Text
+		return s
+	}
+	q := s.Prompt
+	body := q
+	if w.BOS >= 0 {
+		body = q[1:]
+	}
+	p := make([]int32, 0, len(q)+len(g.Tokens)+len(body))
+	s.Prompt = append(append(append(p, q...), g.Tokens...), body...)
+	return s
+}
+
+// seed draws the i-th request's prompt and output length.
+func (w *Workload) seed(i int) Spec {
 	r := rand.New(rand.NewPCG(w.Seed, uint64(i)))
 	out := w.OutputLen.Next(r, i)
 	n := w.PromptLen.Next(r, i)
-	if w.MaxTotal > 0 && n+out > w.MaxTotal {
+	switch {
+	case w.MaxTotal <= 0:
+	case w.Copy && 2*n+2*out > w.MaxTotal: // Q G Q, then G again
+		n = max(1, (w.MaxTotal-2*out)/2)
+	case n+out > w.MaxTotal:
 		n = max(1, w.MaxTotal-out)
 	}
 	if len(w.Words) > 0 {

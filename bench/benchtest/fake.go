@@ -37,6 +37,10 @@ type Server struct {
 	Fail map[string]bool
 	// ShortBy makes every request return this many tokens fewer than asked.
 	ShortBy int
+	// TokenAt, when set, is Generate's i-th output token for a prompt of
+	// token ids (an id in 11..VocabSize-1); nil: 11 + i mod (VocabSize-11),
+	// whatever the prompt.
+	TokenAt func(prompt []int32, i int) int32
 
 	mu    sync.Mutex
 	reqs  []*inferencev1.GenerateRequest
@@ -208,6 +212,9 @@ func (s *Server) Generate(r *inferencev1.GenerateRequest, st grpc.ServerStreamin
 		var text strings.Builder
 		for i := range ids {
 			ids[i] = int32(11 + (sent+i)%(VocabSize-11))
+			if s.TokenAt != nil {
+				ids[i] = s.TokenAt(prompt, sent+i)
+			}
 			text.WriteString(piece(ids[i]))
 		}
 		if s.ChunkDelay > 0 {

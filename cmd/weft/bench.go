@@ -82,6 +82,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	protocol := fs.String("protocol", "grpc", "grpc (weft's InferenceService at --addr) or openai (streamed /v1/completions of any OpenAI-compatible server at --url; tokens counted from usage)")
 	url := fs.String("url", "http://127.0.0.1:8080", "--protocol openai: the server's base `URL` (the API is under URL/v1)")
 	model := fs.String("model", "", "--protocol openai: model id to send (default: the first of /v1/models)")
+	promptCopy := fs.Bool("prompt-copy", false, "prompt-copy workload (for speculative decoding): each drawn prompt Q is first sent alone, untimed, for the server's greedy continuation G of --output-len tokens; the measured request then sends Q G Q, whose continuation repeats G if the model repeats its prompt (not with --duration, --response-format or --chat-turn)")
 	textPrompts := fs.Bool("text-prompts", false, "send prompts as text words, as --protocol openai does, instead of token ids (compares the two doors on the same work)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,7 +105,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var err error
 	cfg := bench.Config{
 		Concurrency: *concurrency, Rate: *rate, Burstiness: *burstiness,
-		Warmup: *warmup, Seed: *seed, IgnoreEOS: *ignoreEOS, TextPrompts: *textPrompts,
+		Warmup: *warmup, Seed: *seed, IgnoreEOS: *ignoreEOS, TextPrompts: *textPrompts, PromptCopy: *promptCopy,
 		SLO: bench.SLO{TTFT: *sloTTFT, TPOT: *sloTPOT},
 	}
 	if *rate == 0 && *concurrency == 0 {
@@ -169,6 +170,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.Describe = fmt.Sprintf("prompt %s, output %s", cfg.PromptLen, cfg.OutputLen)
 	if *workload != "" {
 		cfg.Describe = *workload + ": " + cfg.Describe
+	}
+	if *promptCopy {
+		cfg.Describe = "prompt copy Q G Q, " + cfg.Describe
 	}
 	if !*noProgress && isTerminal(os.Stderr) && stderr == io.Writer(os.Stderr) {
 		cfg.Progress = stderr

@@ -199,6 +199,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--response-format", writeFile(t, "empty.json", `{}`)},
 		{"--response-format", writeFile(t, "ok.json", `{"json_object": true}`), "--ignore-eos"},
 		{"--response-format", writeFile(t, "ok.json", `{"json_object": true}`), "--protocol", "openai"},
+		{"--prompt-copy", "--duration", "1s"},
 	} {
 		var out, errb bytes.Buffer
 		if err := runBench(t.Context(), args, &out, &errb); err == nil {
@@ -276,5 +277,29 @@ func TestBenchBadLB(t *testing.T) {
 	err := runBench(t.Context(), []string{"--targets", "127.0.0.1:1", "--lb", "least_loaded"}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "least_loaded") {
 		t.Errorf("--lb least_loaded: err %v, want one naming the policy", err)
+	}
+}
+
+// --prompt-copy sends each seed prompt for its continuation first and
+// names the workload in the result.
+func TestBenchPromptCopy(t *testing.T) {
+	fake := &benchtest.Server{}
+	m, err := benchJSON(t, fake, "--prompt-copy", "--output-lens", "6,50")
+	if err != nil {
+		t.Fatalf("runBench: %v", err)
+	}
+	if w, _ := m["workload"].(string); !strings.HasPrefix(w, "prompt copy Q G Q") {
+		t.Errorf("workload %q, want it named a prompt copy", w)
+	}
+	copies := 0
+	for _, r := range fake.Requests() {
+		if strings.HasPrefix(r.GetRequestId(), "bench-copy-") {
+			copies++
+		} else if n := len(r.GetTokenIds().GetIds()); n < 2*8-1 {
+			t.Errorf("%s: prompt of %d tokens, want Q G Q (at least %d)", r.GetRequestId(), n, 2*8-1)
+		}
+	}
+	if copies != 10 {
+		t.Errorf("%d continuations asked for, want 10 (9 requests and a warm-up)", copies)
 	}
 }
