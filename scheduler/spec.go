@@ -146,19 +146,31 @@ func (c *core) fitDraft(e *entry) int {
 	return d
 }
 
-// ngramDraft appends to out up to k tokens proposed to follow hist: the
+// ngramDraft appends to out k tokens proposed to follow hist: the
 // continuation of the latest earlier occurrence of hist's last n tokens,
 // for the longest n in [nMin, nMax] that has one. It appends nothing when
-// no suffix recurs. The search is a scan of the history per n (linear in
-// its length), small beside a forward pass.
+// no suffix recurs. A match at distance p (the occurrence starts p tokens
+// before the suffix) says the text repeats with period p; when the
+// continuation reaches the end of hist before k tokens, it goes on
+// copying from p tokens back, drafts included, as an overlapping copy
+// does: a run of one token, or any short loop, drafts k tokens rather
+// than only the p that hist holds past the match. The search is a scan of
+// the history per n (linear in its length), small beside a forward pass.
 func ngramDraft(hist []int32, nMax, nMin, k int, out []int32) []int32 {
 	L := len(hist)
 	for n := min(nMax, L-1); n >= nMin; n-- {
 		pat := hist[L-n:]
 		for j := L - n - 1; j >= 0; j-- {
 			if hist[j] == pat[0] && slices.Equal(hist[j:j+n], pat) {
-				m := min(k, L-(j+n))
-				return append(out, hist[j+n:j+n+m]...)
+				base := len(out)
+				for t := range k {
+					if src := j + n + t; src < L {
+						out = append(out, hist[src])
+					} else {
+						out = append(out, out[base+src-L])
+					}
+				}
+				return out
 			}
 		}
 	}

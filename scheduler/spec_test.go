@@ -23,19 +23,25 @@ func TestNgramDraft(t *testing.T) {
 	}{
 		{"trigram match", []int32{1, 2, 3, 4, 5, 9, 1, 2, 3}, 3, 1, 4, []int32{4, 5, 9, 1}},
 		{"capped by k", []int32{1, 2, 3, 4, 5, 9, 1, 2, 3}, 3, 1, 2, []int32{4, 5}},
-		{"capped by history", []int32{7, 1, 2, 3, 4, 1, 2, 3}, 3, 1, 9, []int32{4, 1, 2, 3}},
+		{"past the history: the period repeats", []int32{7, 1, 2, 3, 4, 1, 2, 3}, 3, 1, 9, []int32{4, 1, 2, 3, 4, 1, 2, 3, 4}},
+		{"period two", []int32{9, 1, 2, 1, 2, 1, 2}, 3, 1, 5, []int32{1, 2, 1, 2, 1}},
 		{"latest occurrence", []int32{1, 2, 5, 1, 2, 6, 1, 2}, 2, 1, 1, []int32{6}},
 		{"longest n wins", []int32{3, 1, 2, 8, 9, 1, 2, 7, 3, 1, 2}, 3, 1, 1, []int32{8}},
 		{"falls back to unigram", []int32{4, 5, 6, 7, 8, 9, 6}, 3, 1, 2, []int32{7, 8}},
 		{"nMin above the match", []int32{4, 5, 6, 7, 8, 9, 6}, 3, 2, 2, nil},
 		{"no match", []int32{1, 2, 3, 4}, 3, 1, 4, nil},
-		{"overlapping run", []int32{5, 5, 5, 5}, 3, 1, 3, []int32{5}},
+		{"overlapping run", []int32{5, 5, 5, 5}, 3, 1, 3, []int32{5, 5, 5}},
 		{"one token", []int32{5}, 3, 1, 3, nil},
 	} {
 		got := ngramDraft(tc.hist, tc.nMax, tc.nMin, tc.k, nil)
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: (-want +got):\n%s", tc.name, diff)
 		}
+	}
+	// The drafts follow what out already holds (the row's decode token),
+	// and the overlapping copy reads the drafts, not out's first tokens.
+	if diff := cmp.Diff([]int32{42, 6, 7, 6, 7}, ngramDraft([]int32{6, 7, 6, 7}, 3, 1, 4, []int32{42})); diff != "" {
+		t.Errorf("after a row's first token (-want +got):\n%s", diff)
 	}
 }
 
