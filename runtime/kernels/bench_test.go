@@ -90,6 +90,28 @@ func BenchmarkMatMulTiny(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulExpert covers one expert of the gptoss-1.5b preset
+// (1024 x 1024) at the few tokens a mixture-of-experts step routes to each
+// expert, on either side of the lane GEMM's threshold.
+//
+//	go test -run '^$' -bench 'MatMulExpert' ./runtime/kernels/
+func BenchmarkMatMulExpert(b *testing.B) {
+	for _, typ := range []gguf.Type{gguf.TypeMXFP4, gguf.TypeQ8_0} {
+		rng := rand.New(rand.NewPCG(5, 6))
+		w := randomWeight(rng, typ, 1024, 1024)
+		for _, n := range []int{1, 2, 4, 7, 8, 12, 16} {
+			b.Run(fmt.Sprintf("%v/n=%d", typ, n), func(b *testing.B) {
+				x := randomVec(rng, n*1024)
+				y := make([]float32, n*1024)
+				for b.Loop() {
+					MatMul(y, w, x, n)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/token")
+			})
+		}
+	}
+}
+
 func BenchmarkDot(b *testing.B) {
 	for _, n := range []int{64, 768} {
 		rng := rand.New(rand.NewPCG(5, 6))
