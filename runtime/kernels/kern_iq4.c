@@ -30,8 +30,13 @@
 //     vpmaddwd adds the pairs, and one FMA a block adds
 //     float(I) * (scale * dx).
 //   - VNNI: the table holds the values plus 128 (unsigned, as vpdpbusd
-//     wants its weights), one vpdpbusd multiplies 64 columns by the
-//     activations, and per 4-column lane
+//     wants its weights), and one vpdpbusd multiplies 64 columns by the
+//     activations. Per 256 columns the four vpdpbusd results are folded
+//     in integers to each block's sum S + 128 * (sum of the block's int8
+//     activations); the prep's block sums take the 128 off, and one
+//     conversion and one FMA per token add the 8 blocks:
+//         acc += float(S) * (scale * dx)
+//     Columns past the last 256 go 64 at a time, per 4-column lane
 //         acc += float(S) * (scale * dx) - 128 * scale * xsum4
 //     with xsum4 = dx * (sum of the lane's 4 int8 activations), as
 //     kern_vnni.c does for Q8_0 stored plus 128.
@@ -188,40 +193,88 @@ int weft_iq4xs_i8k_matmul(const uint8_t *w, long rowBytes, int K, int r0, int r1
 
 IQ4_BLOCK(_vnni)
 
+// iq4_scales8: the scales of the 8 blocks of 256 columns at rg (IQ4_NL:
+// f16 d; MXFP4: 2^(e-128), weft_e8m0_half's value, exact for every e by
+// vscalefps), gathered from the blocks' first bytes, in weft_grp_lane's
+// order (lanes j and j + 4 of block bi's lane j).
+static inline __attribute__((always_inline)) __m512 iq4_scales8(const int type, const uint8_t *rg) {
+	const int bs = type == 39 ? 17 : 18;
+	const __m256i at = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
+	__m256i raw = _mm256_i32gather_epi32((const int *)rg, at, 1);
+	__m256 s8;
+	if (type == 39) {
+		__m256i e = _mm256_sub_epi32(_mm256_and_si256(raw, _mm256_set1_epi32(0xff)), _mm256_set1_epi32(128));
+		s8 = _mm256_scalef_ps(_mm256_set1_ps(1.0f), _mm256_cvtepi32_ps(e));
+	} else {
+		s8 = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_and_si256(raw, _mm256_set1_epi32(0xffff))));
+	}
+	const __m512i order = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
+	return _mm512_permutexvar_ps(order, _mm512_castps256_ps512(s8));
+}
+
+// iq4_pair: the unsigned table bytes (values plus 128) of the two blocks
+// whose 16 index bytes are at q0 and q1: 128-bit lanes [q0 low nibbles, q0
+// high, q1 low, q1 high], so lanes 0-7 of a vpdpbusd are the first block.
+static inline __attribute__((always_inline)) __m512i iq4_pair(const uint8_t *q0, const uint8_t *q1, __m512i tbl) {
+	__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
+	q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)q1));
+	__m512i idx = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
+	return _mm512_shuffle_epi8(tbl, idx);
+}
+
 // iq4_row_vnni: one row times NT (1..4) tokens on weft_vnni_prep's layout;
-// qx, dxl, xs4 point at the first token (strides K, K/4, K/4). Per 64
-// columns: two blocks, lanes 0-7 the first, 8-15 the second.
+// qx, dxl, xs4, grp point at the first token (strides K, K/4, K/4,
+// 32 * (K/256)).
+//   - Each 256 columns (8 blocks): four vpdpbusd give 4 x 16 int32 lanes
+//     of 4 products each; two rounds of unpack-and-add (32-bit, then
+//     64-bit pairs) fold them into one vector holding every block's sum in
+//     two lanes (weft_grp_lane); 128 times the block's activation sum
+//     (grp) is taken off in integers, which leaves the exact block dot
+//     product, and one conversion and one FMA by (ws * dx) per token add
+//     all 8 blocks.
+//   - The remaining columns, 64 at a time: two blocks, lanes 0-7 the
+//     first, 8-15 the second, acc += float(S) * (ws * dx) and the offset
+//     -128 * ws * xsum4 in a second chain.
 static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, const uint8_t *row, int K, const int8_t *qx,
-							       const float *dxl, const float *xs4, __m512i tbl, float *out,
-							       long ldo, const int NT) {
+							       const float *dxl, const float *xs4, const float *grp,
+							       __m512i tbl, float *out, long ldo, const int NT) {
 	__m512 acc[4], accb[4]; // scaled products, offsets: two FMA chains a token
 	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
-	const int K4 = K / 4;
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const int K4 = K / 4, G = K / 256, K8 = 32 * G;
+	const int bs = type == 39 ? 17 : 18, hb = type == 39 ? 1 : 2;
+	for (int g = 0; g < G; g++) {
+		const uint8_t *rg = row + 8 * bs * g;
+		const __m512 ws = iq4_scales8(type, rg);
+		__m512i wq[4];
+		for (int v = 0; v < 4; v++) wq[v] = iq4_pair(rg + 2 * v * bs + hb, rg + (2 * v + 1) * bs + hb, tbl);
+		for (int t = 0; t < NT; t++) {
+			const int8_t *xg = qx + (long)t * K + 256 * g;
+			const float *gg = grp + (long)t * K8 + 32 * g;
+			__m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], _mm512_loadu_si512(xg));
+			__m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[1], _mm512_loadu_si512(xg + 64));
+			__m512i s2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[2], _mm512_loadu_si512(xg + 128));
+			__m512i s3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[3], _mm512_loadu_si512(xg + 192));
+			__m512i m01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+			__m512i m23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+			__m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(m01, m23), _mm512_unpackhi_epi64(m01, m23));
+			r = _mm512_sub_epi32(r, _mm512_loadu_si512(gg + 16));
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), _mm512_mul_ps(ws, _mm512_loadu_ps(gg)), acc[t]);
+		}
+	}
 	const __m512 m128 = _mm512_set1_ps(-128.0f);
 	const __m512i pick0 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-	for (int col = 0; col < K; col += 64) {
-		const uint8_t *q0, *q1;
+	for (int col = 256 * G; col < K; col += 64) {
+		const uint8_t *b0 = row + bs * (col / 32);
 		__m512 ws;
 		if (type == 39) { // MXFP4: 2^(e-128) by vscalefps
-			const uint8_t *b0 = row + 17 * (col / 32);
-			q0 = b0 + 1;
-			q1 = b0 + 18;
 			__m512i e = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(b0[0]), _mm512_set1_epi32(b0[17]));
 			ws = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
 		} else { // IQ4_NL: both f16 scales converted by one vcvtph2ps
-			const uint8_t *b0 = row + 18 * (col / 32);
-			q0 = b0 + 2;
-			q1 = b0 + 20;
 			uint32_t h = (uint32_t)(b0[0] | b0[1] << 8) | (uint32_t)(b0[18] | b0[19] << 8) << 16;
 			__m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
 			ws = _mm512_permutexvar_ps(pick0, _mm512_castps128_ps512(d));
 		}
-		// 128-bit lanes [q0, q0, q1, q1], the odd ones shifted to their high nibbles
-		__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
-		q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)q1));
-		__m512i idx = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), m4);
-		__m512i wq = _mm512_shuffle_epi8(tbl, idx);
+		__m512i wq = iq4_pair(b0 + hb, b0 + bs + hb, tbl);
 		__m512 woff = _mm512_mul_ps(ws, m128);
 		for (int t = 0; t < NT; t++) {
 			__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(qx + (long)t * K + col));
@@ -234,16 +287,18 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 }
 
 static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, const uint8_t *w, long rowBytes, int K, int r0,
-								int r1, const int8_t *qx, const float *dxl, const float *xs4, int n,
-								float *y, long ldy) {
-	const int K4 = K / 4;
+								int r1, const int8_t *qx, const float *dxl, const float *xs4,
+								const float *grp, int n, float *y, long ldy) {
+	const int K4 = K / 4, K8 = 32 * (K / 256);
 	const __m512i tbl = _mm512_broadcast_i32x4(iq4_table(type, 128));
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
 		// one token: the weights stream from memory; fetch the row after
 		// next while this one is computed (within the caller's rows)
 		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
-#define IQ4_ROW(NT) iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, tbl, y + t * ldy + r, ldy, NT)
+#define IQ4_ROW(NT)                                                                                                     \
+	iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * K8, tbl, \
+		     y + t * ldy + r, ldy, NT)
 		int t = 0;
 		for (; t + 4 <= n; t += 4) IQ4_ROW(4);
 		switch (n - t) {
@@ -292,15 +347,15 @@ void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int
 }
 
 // weft_iq4_vnni_matmul: rows [r0, r1) of an IQ4_NL or MXFP4 product for n
-// tokens on weft_vnni_prep's activations (qx, dxl, xs4). IQ4_XS takes
+// tokens on weft_vnni_prep's activations (qx, dxl, xs4, grp). IQ4_XS takes
 // weft_iq4xs_i8k_matmul below the lane GEMM.
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
-			 const float *xs4, int n, float *y, long ldy) {
+			 const float *xs4, const float *grp, int n, float *y, long ldy) {
 	if (type == 23 || !weft_iq4_ok(type, K, 64)) return WEFT_EUNSUPPORTED;
 	if (type == 20)
-		iq4_rows_vnni(20, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy);
+		iq4_rows_vnni(20, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	else
-		iq4_rows_vnni(39, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy);
+		iq4_rows_vnni(39, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	return WEFT_OK;
 }
 #pragma GCC pop_options

@@ -25,12 +25,17 @@
 #include "body_kquant.h"
 
 // qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
-// scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float.
-static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4) {
+// scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float,
+// and grp[32 * (K/256)] for kern_iq4.c's 256-column row kernel (per 256
+// columns, 16 floats dx and 16 int32 128 * (sum of a block's int8
+// values), in that kernel's lane order; see weft_grp_lane).
+static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4, float *grp) {
+	const int G = K / 256;
 	for (int t = 0; t < n; t++) {
 		const float *xt = x + (long)t * K;
 		int8_t *q = qx + (long)t * K;
 		float *dl = dxl + (long)t * (K / 4), *s4 = xs4 + (long)t * (K / 4);
+		float *gp = grp + (long)t * 32 * G;
 		for (int b = 0; b < K / 32; b++) {
 			__m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
 			__m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
@@ -44,9 +49,20 @@ static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, floa
 			// The offset term must use the same rounded activations as the
 			// integer term (d * sum of the int8 values), else the weight
 			// offset multiplies the activations' rounding error.
+			int bsum = 0;
 			for (int g = 0; g < 8; g++) {
 				const int8_t *p = q + 32 * b + 4 * g;
-				s4[8 * b + g] = d * (float)((p[0] + p[1]) + (p[2] + p[3]));
+				int s = (p[0] + p[1]) + (p[2] + p[3]);
+				s4[8 * b + g] = d * (float)s;
+				bsum += s;
+			}
+			if (b / 8 < G) {
+				float *gg = gp + 32 * (b / 8);
+				int j = weft_grp_lane(b % 8);
+				int32_t c = 128 * bsum, z = 0;
+				gg[j] = gg[j + 4] = d;
+				memcpy(gg + 16 + j, &c, 4);
+				memcpy(gg + 16 + j + 4, &z, 4);
 			}
 		}
 	}
@@ -216,11 +232,12 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 }
 
 // weft_vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
-long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4)); }
+long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4) + 32 * (K / 256)); }
 
 // weft_vnni_prep: vnni_prep into one buffer of weft_vnni_prep_floats(K, n).
 void weft_vnni_prep(const float *x, int n, int K, float *scr) {
-	vnni_prep(x, n, K, (int8_t *)scr, scr + (long)n * K / 4, scr + (long)n * K / 4 + (long)n * (K / 4));
+	vnni_prep(x, n, K, (int8_t *)scr, scr + (long)n * K / 4, scr + (long)n * K / 4 + (long)n * (K / 4),
+		  scr + (long)n * K / 4 + 2 * (long)n * (K / 4));
 }
 
 // weft_vnni_matmul: rows [r0, r1) for n tokens; prep is weft_vnni_prep's output
@@ -242,7 +259,8 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	default: return weft_iq4_vnni_matmul(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); // kern_iq4.c
+	default: // kern_iq4.c
+		return weft_iq4_vnni_matmul(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, xs4 + (long)n * K4, n, y, ldy);
 	}
 	return 0;
 }

@@ -227,7 +227,11 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dx,
 		       int n, float *y, long ldy);
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
-			 const float *xs4, int n, float *y, long ldy);
+			 const float *xs4, const float *grp, int n, float *y, long ldy);
+// weft_grp_lane: kern_iq4.c's 256-column kernel sums block bi (0..7) of
+// each 256 columns in lanes j and j + 4 of its reduced vector, j =
+// weft_grp_lane(bi); weft_vnni_prep writes grp in that order.
+static inline int weft_grp_lane(int bi) { return 8 * (bi % 2) + bi / 2; }
 // weft_iq4_lane_unpack: rows 0..m of an IQ4_NL, IQ4_XS or MXFP4 weight as
 // the lane GEMM's signed bytes q, block scales ds and offsets cw.
 void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw);

@@ -51,9 +51,9 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 		shapes []shape
 		wideE  bool // MXFP4: scales from the subnormal 2^-128 up to 2^12
 	}{
-		{gguf.TypeIQ4_NL, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}, false},
-		{gguf.TypeMXFP4, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {130, 768}}, false},
-		{gguf.TypeMXFP4, []shape{{9, 128}, {40, 512}}, true},
+		{gguf.TypeIQ4_NL, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {11, 320}, {130, 768}}, false},
+		{gguf.TypeMXFP4, []shape{{1, 32}, {5, 64}, {37, 96}, {67, 256}, {11, 320}, {130, 768}}, false},
+		{gguf.TypeMXFP4, []shape{{9, 128}, {40, 512}, {6, 448}}, true},
 		{gguf.TypeIQ4_XS, []shape{{1, 256}, {7, 256}, {33, 512}, {130, 768}}, false},
 	}
 	ns := make([]int, 0, 70)
