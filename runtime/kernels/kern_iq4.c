@@ -31,10 +31,11 @@
 //     float(I) * (scale * dx).
 //   - VNNI: the table holds the values plus 128 (unsigned, as vpdpbusd
 //     wants its weights), and one vpdpbusd multiplies 64 columns by the
-//     activations. Per 256 columns the four vpdpbusd results are folded
-//     in integers to each block's sum S + 128 * (sum of the block's int8
-//     activations); the prep's block sums take the 128 off, and one
-//     conversion and one FMA per token add the 8 blocks:
+//     activations. Per 256 columns, with the activations in the prep's
+//     order, four vpdpbusd and one unpack-and-add leave each block's sum
+//     S + 128 * (sum of the block's int8 activations) in integers; the
+//     prep's block sums take the 128 off, and one conversion and one FMA
+//     per token add the 8 blocks:
 //         acc += float(S) * (scale * dx)
 //     Columns past the last 256 go 64 at a time, per 4-column lane
 //         acc += float(S) * (scale * dx) - 128 * scale * xsum4
@@ -196,7 +197,7 @@ IQ4_BLOCK(_vnni)
 // iq4_scales8: the scales of the 8 blocks of 256 columns at rg (IQ4_NL:
 // f16 d; MXFP4: 2^(e-128), weft_e8m0_half's value, exact for every e by
 // vscalefps), gathered from the blocks' first bytes, in weft_grp_lane's
-// order (lanes j and j + 4 of block bi's lane j).
+// order (lane j: block j/4 + 4 * (j%2)).
 static inline __attribute__((always_inline)) __m512 iq4_scales8(const int type, const uint8_t *rg) {
 	const int bs = type == 39 ? 17 : 18;
 	const __m256i at = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
@@ -208,8 +209,22 @@ static inline __attribute__((always_inline)) __m512 iq4_scales8(const int type, 
 	} else {
 		s8 = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_and_si256(raw, _mm256_set1_epi32(0xffff))));
 	}
-	const __m512i order = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
+	const __m512i order = _mm512_setr_epi32(0, 4, 0, 4, 1, 5, 1, 5, 2, 6, 2, 6, 3, 7, 3, 7);
 	return _mm512_permutexvar_ps(order, _mm512_castps256_ps512(s8));
+}
+
+// iq4_quad: the index bytes of the 4 blocks at q (stride bs) in the 4
+// 128-bit lanes, low nibbles (*lo: columns 0-15 of each block) and high
+// (*hi: 16-31) looked up as unsigned table bytes (values plus 128).
+static inline __attribute__((always_inline)) void iq4_quad(const uint8_t *q, const int bs, __m512i tbl, __m512i *lo,
+							   __m512i *hi) {
+	__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q));
+	v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + bs)), 1);
+	v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + 2 * bs)), 2);
+	v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + 3 * bs)), 3);
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	*lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(v, m4));
+	*hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
 }
 
 // iq4_pair: the unsigned table bytes (values plus 128) of the two blocks
@@ -224,14 +239,15 @@ static inline __attribute__((always_inline)) __m512i iq4_pair(const uint8_t *q0,
 
 // iq4_row_vnni: one row times NT (1..4) tokens on weft_vnni_prep's layout;
 // qx, dxl, xs4, grp point at the first token (strides K, K/4, K/4,
-// 32 * (K/256)).
-//   - Each 256 columns (8 blocks): four vpdpbusd give 4 x 16 int32 lanes
-//     of 4 products each; two rounds of unpack-and-add (32-bit, then
-//     64-bit pairs) fold them into one vector holding every block's sum in
-//     two lanes (weft_grp_lane); 128 times the block's activation sum
-//     (grp) is taken off in integers, which leaves the exact block dot
-//     product, and one conversion and one FMA by (ws * dx) per token add
-//     all 8 blocks.
+// WEFT_GRP_FLOATS * (K/256)).
+//   - Each 256 columns (8 blocks): per half (4 blocks, one a 128-bit
+//     lane) the low and high nibbles' values go through two chained
+//     vpdpbusd, against grp's reordered activations, so each lane holds
+//     8 products of its lane's block; one unpack-and-add of the two
+//     halves leaves every block's sum in two lanes (weft_grp_lane). 128
+//     times the block's activation sum (grp) is taken off in integers,
+//     which leaves the exact block dot product, and one conversion and
+//     one FMA by (ws * dx) per token add all 8 blocks.
 //   - The remaining columns, 64 at a time: two blocks, lanes 0-7 the
 //     first, 8-15 the second, acc += float(S) * (ws * dx) and the offset
 //     -128 * ws * xsum4 in a second chain.
@@ -240,25 +256,24 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 							       __m512i tbl, float *out, long ldo, const int NT) {
 	__m512 acc[4], accb[4]; // scaled products, offsets: two FMA chains a token
 	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
-	const int K4 = K / 4, G = K / 256, K8 = 32 * G;
+	const int K4 = K / 4, G = K / 256, KG = WEFT_GRP_FLOATS * G;
 	const int bs = type == 39 ? 17 : 18, hb = type == 39 ? 1 : 2;
 	for (int g = 0; g < G; g++) {
 		const uint8_t *rg = row + 8 * bs * g;
 		const __m512 ws = iq4_scales8(type, rg);
-		__m512i wq[4];
-		for (int v = 0; v < 4; v++) wq[v] = iq4_pair(rg + 2 * v * bs + hb, rg + (2 * v + 1) * bs + hb, tbl);
+		__m512i alo, ahi, blo, bhi;
+		iq4_quad(rg + hb, bs, tbl, &alo, &ahi);
+		iq4_quad(rg + 4 * bs + hb, bs, tbl, &blo, &bhi);
 		for (int t = 0; t < NT; t++) {
-			const int8_t *xg = qx + (long)t * K + 256 * g;
-			const float *gg = grp + (long)t * K8 + 32 * g;
-			__m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], _mm512_loadu_si512(xg));
-			__m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[1], _mm512_loadu_si512(xg + 64));
-			__m512i s2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[2], _mm512_loadu_si512(xg + 128));
-			__m512i s3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[3], _mm512_loadu_si512(xg + 192));
-			__m512i m01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
-			__m512i m23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
-			__m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(m01, m23), _mm512_unpackhi_epi64(m01, m23));
-			r = _mm512_sub_epi32(r, _mm512_loadu_si512(gg + 16));
-			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), _mm512_mul_ps(ws, _mm512_loadu_ps(gg)), acc[t]);
+			const float *gg = grp + (long)t * KG + WEFT_GRP_FLOATS * g;
+			const int8_t *xg = (const int8_t *)gg;
+			__m512i sa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), alo, _mm512_loadu_si512(xg));
+			__m512i sb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), blo, _mm512_loadu_si512(xg + 128));
+			sa = _mm512_dpbusd_epi32(sa, ahi, _mm512_loadu_si512(xg + 64));
+			sb = _mm512_dpbusd_epi32(sb, bhi, _mm512_loadu_si512(xg + 192));
+			__m512i r = _mm512_add_epi32(_mm512_unpacklo_epi32(sa, sb), _mm512_unpackhi_epi32(sa, sb));
+			r = _mm512_sub_epi32(r, _mm512_loadu_si512(gg + 80));
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), _mm512_mul_ps(ws, _mm512_loadu_ps(gg + 64)), acc[t]);
 		}
 	}
 	const __m512 m128 = _mm512_set1_ps(-128.0f);
@@ -289,7 +304,7 @@ static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, c
 static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 								int r1, const int8_t *qx, const float *dxl, const float *xs4,
 								const float *grp, int n, float *y, long ldy) {
-	const int K4 = K / 4, K8 = 32 * (K / 256);
+	const int K4 = K / 4, KG = WEFT_GRP_FLOATS * (K / 256);
 	const __m512i tbl = _mm512_broadcast_i32x4(iq4_table(type, 128));
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
@@ -297,7 +312,7 @@ static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, 
 		// next while this one is computed (within the caller's rows)
 		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 #define IQ4_ROW(NT)                                                                                                     \
-	iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * K8, tbl, \
+	iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * KG, tbl, \
 		     y + t * ldy + r, ldy, NT)
 		int t = 0;
 		for (; t + 4 <= n; t += 4) IQ4_ROW(4);

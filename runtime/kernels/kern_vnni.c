@@ -26,16 +26,16 @@
 
 // qx_prep quantizes n tokens of x (K values each, K % 64 == 0) into the
 // scratch layout: per token qx[K] int8, dxl[K/4] float, xs4[K/4] float,
-// and grp[32 * (K/256)] for kern_iq4.c's 256-column row kernel (per 256
-// columns, 16 floats dx and 16 int32 128 * (sum of a block's int8
-// values), in that kernel's lane order; see weft_grp_lane).
+// and grp[WEFT_GRP_FLOATS * (K/256)] for kern_iq4.c's 256-column row
+// kernel (weft_grp_lane: the same int8 values in that kernel's order, dx
+// and 128 * (sum of a block's int8 values) in its lanes).
 static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, float *xs4, float *grp) {
 	const int G = K / 256;
 	for (int t = 0; t < n; t++) {
 		const float *xt = x + (long)t * K;
 		int8_t *q = qx + (long)t * K;
 		float *dl = dxl + (long)t * (K / 4), *s4 = xs4 + (long)t * (K / 4);
-		float *gp = grp + (long)t * 32 * G;
+		float *gp = grp + (long)t * WEFT_GRP_FLOATS * G;
 		for (int b = 0; b < K / 32; b++) {
 			__m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
 			__m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
@@ -57,12 +57,15 @@ static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, floa
 				bsum += s;
 			}
 			if (b / 8 < G) {
-				float *gg = gp + 32 * (b / 8);
-				int j = weft_grp_lane(b % 8);
+				float *gg = gp + WEFT_GRP_FLOATS * (b / 8);
+				int bi = b % 8, j = weft_grp_lane(bi);
+				int8_t *gq = (int8_t *)gg + 128 * (bi / 4) + 16 * (bi % 4);
+				memcpy(gq, q + 32 * b, 16);
+				memcpy(gq + 64, q + 32 * b + 16, 16);
 				int32_t c = 128 * bsum, z = 0;
-				gg[j] = gg[j + 4] = d;
-				memcpy(gg + 16 + j, &c, 4);
-				memcpy(gg + 16 + j + 4, &z, 4);
+				gg[64 + j] = gg[64 + j + 2] = d;
+				memcpy(gg + 80 + j, &c, 4);
+				memcpy(gg + 80 + j + 2, &z, 4);
 			}
 		}
 	}
@@ -232,7 +235,7 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 }
 
 // weft_vnni_prep_floats: size of vnni_prep's output for n tokens, in floats.
-long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4) + 32 * (K / 256)); }
+long weft_vnni_prep_floats(int K, int n) { return (long)n * (K / 4 + 2 * (K / 4) + WEFT_GRP_FLOATS * (K / 256)); }
 
 // weft_vnni_prep: vnni_prep into one buffer of weft_vnni_prep_floats(K, n).
 void weft_vnni_prep(const float *x, int n, int K, float *scr) {

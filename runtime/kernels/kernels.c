@@ -115,10 +115,16 @@ int weft_nsel(int *isa, int n) {
 	return inv ? 1 : n;
 }
 
+// weft_lane_min_n: the token count from which type takes the int8 lane
+// GEMM (AVX-512 VNNI).
+#if WEFT_X86
+static int weft_lane_min_n(int type) { return type == 39 ? WEFT_LANE_MIN_N_MXFP4 : WEFT_LANE_MIN_N; }
+#endif
+
 // weft_uses_lane: whether weft_matmul takes the int8 lane GEMM.
 static int weft_uses_lane(int isa, int type, int K, int n) {
 #if WEFT_X86
-	return isa == WEFT_VNNI && n >= WEFT_LANE_MIN_N && weft_lane_ok(type, K);
+	return isa == WEFT_VNNI && n >= weft_lane_min_n(type) && weft_lane_ok(type, K);
 #else
 	(void)isa, (void)type, (void)K, (void)n;
 	return 0;

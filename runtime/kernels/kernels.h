@@ -77,6 +77,10 @@ enum {
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
 #define WEFT_LANE_MIN_N 8
+// MXFP4 takes the lane GEMM later: its row kernel adds 256 columns in
+// integers (kern_iq4.c), and the lane GEMM unpacks every expert's rows for
+// the few tokens routed to it.
+#define WEFT_LANE_MIN_N_MXFP4 16
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
 // (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
@@ -229,9 +233,14 @@ int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0,
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, const float *grp, int n, float *y, long ldy);
 // weft_grp_lane: kern_iq4.c's 256-column kernel sums block bi (0..7) of
-// each 256 columns in lanes j and j + 4 of its reduced vector, j =
-// weft_grp_lane(bi); weft_vnni_prep writes grp in that order.
-static inline int weft_grp_lane(int bi) { return 8 * (bi % 2) + bi / 2; }
+// each 256 columns in lanes j and j + 2 of its folded vector, j =
+// weft_grp_lane(bi). weft_vnni_prep writes, per token and 256 columns,
+// WEFT_GRP_FLOATS floats: the 256 int8 values in the kernel's order (per
+// half of 4 blocks, first the blocks' columns 0-15, then 16-31, block by
+// block), then 16 floats dx and 16 int32 128 * (sum of the block's int8
+// values, in lane j; 0 in lane j + 2) in that lane order.
+#define WEFT_GRP_FLOATS 96
+static inline int weft_grp_lane(int bi) { return 4 * (bi % 4) + bi / 4; }
 // weft_iq4_lane_unpack: rows 0..m of an IQ4_NL, IQ4_XS or MXFP4 weight as
 // the lane GEMM's signed bytes q, block scales ds and offsets cw.
 void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw);
