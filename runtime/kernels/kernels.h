@@ -77,7 +77,7 @@ enum {
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
 #define WEFT_LANE_MIN_N 8
-// Below WEFT_I8_MAX_N (Q8_0, Q4_0, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
+// Below WEFT_I8_MAX_N (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
 // (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
