@@ -29,8 +29,8 @@ func cpuTime() time.Duration {
 //
 //	go test -run '^$' -bench 'MatMul/' -benchtime=20x ./runtime/kernels/
 func BenchmarkMatMul(b *testing.B) {
-	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
-		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4}
+	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1,
+		gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4}
 	shapes := []struct{ rows, cols int }{{2048, 768}, {768, 2048}, {32000, 768}}
 	for _, typ := range types {
 		for _, sh := range shapes {

@@ -81,26 +81,27 @@
 //     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
 //     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
 //   - Few tokens (n < 24; Q8_0, IQ4_NL and MXFP4 below 8),
-//     Q8_0/Q4_0/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
+//     Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
 //     kernel cannot take them), AVX-512 VNNI: integer dot products, as
 //     llama.cpp does. Each token is quantized per 32 values to int8 (scale
 //     amax/127) once per job; weights are unpacked from their blocks to
 //     unsigned bytes in registers (IQ4_NL, MXFP4: looked up by
-//     vpshufb in their value table plus 128, kern_iq4.c) and vpdpbusd
-//     multiplies 64 pairs at a time. Block scales, and the
-//     weight offsets (the -8 of Q4_0, Q4_K mins) are applied per 4-column
-//     lane in float, the offsets against the exact float sums of the
-//     activations. Activation rounding makes these results (and the lane
+//     vpshufb in their value table plus 128, kern_iq4.c; Q5_0, Q5_1:
+//     two blocks' qh words are one 64-bit byte mask that adds the fifth
+//     bits) and vpdpbusd multiplies 64 pairs at a time. Block scales, and
+//     the weight offsets (the -8 of Q4_0, the -16 of Q5_0, the mins of
+//     Q4_1, Q5_1 and Q4_K) are applied per 4-column lane in float, the
+//     offsets against the exact float sums of the activations. Activation rounding makes these results (and the lane
 //     GEMM's) differ from the float reference by at most
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more). For one token the row after next is prefetched.
-//   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_K/Q6_K
+//   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
 //     Q4_K/Q6_K/IQ4_XS below the lane GEMM's 8 tokens on AVX-512 VNNI too
 //     (kern_i8.c; one FMA per super-block beats the VNNI row kernel's
 //     per-64-column float work there): int8 activations, per 32 columns
-//     for Q8_0/Q4_0/IQ4_NL/MXFP4 and per 256 for the K-quants and IQ4_XS
+//     for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL/MXFP4 and per 256 for the K-quants and IQ4_XS
 //     (llama.cpp's Q8_K; a super-block then adds up in integers, IQ4_XS's
 //     sub-block scales applied by vpmaddwd as a K-quant's); vpmaddubsw multiplies 32 weight bytes with 32
 //     activations into pair sums, vpmaddwd adds the pairs (scaling them by

@@ -1,15 +1,19 @@
 //go:build cgo
 
 // kern_i8.c: integer row kernels for AVX2 CPUs without VNNI (Q8_0, Q4_0,
-// Q4_K, Q6_K). Weights stay in their blocks; activations are quantized per
-// token to int8. One vpmaddubsw multiplies 32 unsigned weight bytes with 32
-// signed activations into 16 pair sums and one vpmaddwd adds the pairs (or,
-// for the K-quants, scales them by the sub-block's integer scale).
-//   - Q8_0, Q4_0 (i8_row): one activation scale per 32 columns (dx =
-//     amax/127), as the VNNI kernels and llama.cpp do, and one FMA a block:
-//     acc += float(I) * (dw * dx). Q4_0's -8 comes off with the block's
-//     activation sum xs = dx * sum(q). Q8_0 weights are signed: the sign of
-//     w moves onto the activations (|w| * sign(x, w)), so no pair sum
+// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K). Weights stay in their blocks; activations
+// are quantized per token to int8. One vpmaddubsw multiplies 32 unsigned
+// weight bytes with 32 signed activations into 16 pair sums and one
+// vpmaddwd adds the pairs (or, for the K-quants, scales them by the
+// sub-block's integer scale).
+//   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (i8_row): one activation scale per 32
+//     columns (dx = amax/127), as the VNNI kernels and llama.cpp do, and
+//     one FMA a block: acc += float(I) * (dw * dx). Q4_0's -8 comes off
+//     with the block's activation sum xs = dx * sum(q), and so do Q5_0's
+//     -16 and the mins of Q4_1 and Q5_1 (acc += m * xs); Q5_0 and Q5_1 set
+//     each column's fifth bit from the block's 32-bit qh (bit j: column j)
+//     with a byte shuffle and compare. Q8_0 weights are signed: the sign
+//     of w moves onto the activations (|w| * sign(x, w)), so no pair sum
 //     saturates.
 //   - Q4_K, Q6_K (i8k_row): one activation scale per 256-column super-block
 //     (llama.cpp's Q8_K), so a super-block adds up in integers and takes
@@ -210,7 +214,10 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 int weft_i8_ok(int type, int K) {
 	switch (type) {
 	case 8:
-	case 2: return K % 32 == 0;
+	case 2:
+	case 3:
+	case 6:
+	case 7: return K % 32 == 0;
 	case 12:
 	case 14: return K % 256 == 0;
 	}
@@ -249,6 +256,33 @@ static inline __attribute__((always_inline)) void i8_row(const int type, const u
 				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, I8X(t, 32 * b)), ones);
 				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * I8DX(t, b)), acc[t]);
 				c[t] -= 8 * dw * xs[(long)t * nb + b];
+			}
+		}
+		for (int t = 0; t < NT; t++) cor[t] = _mm256_setr_ps(c[t], 0, 0, 0, 0, 0, 0, 0);
+	} else { // Q4_1 (20-byte blocks), Q5_0 (22), Q5_1 (24): unsigned quants, an offset or a min per block
+		const int bsz = type == 3 ? 20 : type == 6 ? 22 : 24, qoff = type == 3 ? 4 : type == 6 ? 6 : 8;
+		// byte j of the fifth-bit vector tests bit j of qh: qh's byte j/8
+		// spread over 8 bytes, each masked with its own bit
+		const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+		const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull), b4 = _mm256_set1_epi8(0x10);
+		float c[4] = {0, 0, 0, 0};
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *blk = row + bsz * b;
+			__m128i q = _mm_loadu_si128((const __m128i *)(blk + qoff));
+			__m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+			if (type != 3) {
+				uint32_t qh;
+				memcpy(&qh, blk + (type == 6 ? 2 : 4), 4);
+				__m256i hb = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread), bit);
+				w = _mm256_or_si256(w, _mm256_and_si256(_mm256_cmpeq_epi8(hb, bit), b4));
+			}
+			float dw = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8));
+			// Q5_0: -16 * dw; Q4_1, Q5_1: the block's min
+			float off = type == 6 ? -16.0f * dw : _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
+			for (int t = 0; t < NT; t++) {
+				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, I8X(t, 32 * b)), ones);
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * I8DX(t, b)), acc[t]);
+				c[t] += off * xs[(long)t * nb + b];
 			}
 		}
 		for (int t = 0; t < NT; t++) cor[t] = _mm256_setr_ps(c[t], 0, 0, 0, 0, 0, 0, 0);
@@ -310,6 +344,9 @@ int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int
 	switch (type) { // specialize i8_rows per type
 	case 8: i8_rows(8, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	case 2: i8_rows(2, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
+	case 3: i8_rows(3, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
+	case 6: i8_rows(6, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
+	case 7: i8_rows(7, w, rowBytes, K, r0, r1, qx, dx, xs, n, y, ldy); break;
 	default: return weft_iq4_i8_matmul(type, w, rowBytes, K, r0, r1, qx, dx, n, y, ldy); // kern_iq4.c
 	}
 	return 0;

@@ -8,9 +8,10 @@
 // float result is
 //     acc += float(S) * (ws * dx) + woff * xsum4
 // where ws is the weight scale of the lane's group, woff the weight offset
-// (-8d for Q4_0, -128d for Q8_0 stored +128, -32d*sc for Q6_K, -dmin*m for
-// Q4_K and Q5_K) and xsum4 = dx * (sum of the 4 quantized activations),
-// so both terms see the same rounded activations, as llama.cpp's block sums do.
+// (-8d for Q4_0, -16d for Q5_0, the block's min m for Q4_1 and Q5_1,
+// -128d for Q8_0 stored +128, -32d*sc for Q6_K, -dmin*m for Q4_K and Q5_K)
+// and xsum4 = dx * (sum of the 4 quantized activations), so both terms see
+// the same rounded activations, as llama.cpp's block sums do.
 
 #include <string.h>
 
@@ -130,6 +131,24 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-8.0f));
 			VNNI_ACC(NT)
 		}
+	} else if (type == 3 || type == 6 || type == 7) { // Q4_1, Q5_0, Q5_1: unsigned quants, 4 or 5 bits
+		const int bsz = type == 3 ? 20 : type == 6 ? 22 : 24, qoff = type == 3 ? 4 : type == 6 ? 6 : 8;
+		for (int col = 0; col < K; col += 64) {
+			const uint8_t *b0 = row + (col / 32) * bsz, *b1 = b0 + bsz;
+			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + qoff)));
+			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + qoff)));
+			__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
+			if (type != 3) { // bit j of a block's qh is column j's fifth: the two qh make a 64-bit byte mask
+				uint32_t h0, h1;
+				memcpy(&h0, b0 + qoff - 4, 4);
+				memcpy(&h1, b1 + qoff - 4, 4);
+				wq = _mm512_mask_add_epi8(wq, (__mmask64)h0 | (__mmask64)h1 << 32, wq, _mm512_set1_epi8(0x10));
+			}
+			__m512 ws = vnni_two_scales(b0, b1);
+			// Q5_0: the -16 offset; Q4_1, Q5_1: the blocks' mins
+			__m512 woff = type == 6 ? _mm512_mul_ps(ws, _mm512_set1_ps(-16.0f)) : vnni_two_scales(b0 + 2, b1 + 2);
+			VNNI_ACC(NT)
+		}
 	} else if (type == 12 || type == 13) { // Q4_K, Q5_K (same scales; Q5_K adds a fifth bit)
 		const int bsz = type == 12 ? 144 : 176, qoff = type == 12 ? 16 : 48;
 		const __m512i one512 = _mm512_set1_epi8(1);
@@ -200,7 +219,10 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 int weft_vnni_ok(int type, int K) {
 	switch (type) {
 	case 8:
-	case 2: return K % 64 == 0;
+	case 2:
+	case 3:
+	case 6:
+	case 7: return K % 64 == 0;
 	case 12:
 	case 13:
 	case 14: return K % 256 == 0;
@@ -259,6 +281,9 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	switch (type) { // specialize vnni_rows per type
 	case 8: vnni_rows(8, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 2: vnni_rows(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 3: vnni_rows(3, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 6: vnni_rows(6, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
+	case 7: vnni_rows(7, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;

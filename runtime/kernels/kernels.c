@@ -32,7 +32,7 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 // float lane GEMM is slower than the dot-product kernel at 64-128 tokens.
 //
 // AVX2 CPUs without VNNI take the integer row kernels (kern_i8.c) below
-// WEFT_I8_MAX_N tokens for Q8_0, Q4_0, IQ4_NL and MXFP4 and below
+// WEFT_I8_MAX_N tokens for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 and below
 // WEFT_I8_MAX_N_K for Q4_K, Q6_K and IQ4_XS: they beat the float kernels
 // several times over for one token and lose from 64, where the float
 // kernels share each dequantized row among more tokens; the K-quants and

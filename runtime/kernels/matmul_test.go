@@ -91,65 +91,103 @@ func TestMatMulMatchesReference(t *testing.T) {
 				if limit := 4_000_000; raceEnabled && sh.rows*sh.cols*n > limit/8 || sh.rows*sh.cols*n > limit {
 					continue
 				}
-				x := randomVec(rng, n*sh.cols)
-				want := make([]float32, n*sh.rows)
-				matMulRef(want, w, x, n)
-				bound := make([]float64, n*sh.rows) // sum |w||x| per output
-				// qbound[blk]: sum |w| * (x block amax / 254), the 8-bit
-				// rounding of x with one scale per blk columns (32, or 256
-				// for the AVX2 K-quant kernels)
-				qbound := map[int][]float64{32: make([]float64, n*sh.rows), 256: make([]float64, n*sh.rows)}
-				row := make([]float32, sh.cols)
-				for r := range sh.rows {
-					w.Row(r, row)
-					for tok := range n {
-						xt := x[tok*sh.cols : (tok+1)*sh.cols]
-						for k, v := range row {
-							bound[tok*sh.rows+r] += math.Abs(float64(v) * float64(xt[k]))
-						}
-						for blk, qb := range qbound {
-							amax := 0.0
-							for k, v := range row {
-								if k%blk == 0 {
-									amax = 0
-									for _, xv := range xt[k:min(k+blk, len(xt))] {
-										amax = max(amax, math.Abs(float64(xv)))
-									}
-								}
-								qb[tok*sh.rows+r] += math.Abs(float64(v)) * amax / 254
-							}
-						}
-					}
+				checkAllISAs(t, w, randomVec(rng, n*sh.cols), n)
+			}
+		}
+	}
+}
+
+// TestInt8LegacyTypes holds the int8 row kernels of the 32-column block
+// types (Q4_0, Q4_1, Q5_0, Q5_1: a -8 or -16 offset or a per-block min,
+// Q5's fifth bits in qh) to the reference at every token count that takes
+// them, 1..24, and at row lengths that are and are not multiples of 64
+// (the AVX-512 VNNI kernel's step). It first checks that one token of a
+// Gemma-3-270M-wide row takes an int8 kernel on every x86 kernel set, so
+// that a dispatch which sent these types back to the float path fails.
+func TestInt8LegacyTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	types := []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1}
+	for _, typ := range types {
+		for _, isa := range availableISAs() {
+			if isa >= isaAVX2 && !usesQuantizedActivations(isa, quant.Weight{Type: typ, Cols: 640}, 1) {
+				t.Errorf("%v, 640 columns, one token: the %v kernels do not take int8 products", typ, isa)
+			}
+		}
+	}
+	for _, typ := range types {
+		for _, cols := range []int{32, 96, 128, 640} {
+			w := randomWeight(rng, typ, 13, cols)
+			for n := 1; n <= 24; n++ {
+				if raceEnabled && n > 5 && n != 8 && n != 17 {
+					continue
 				}
-				for _, isa := range availableISAs() {
-					name := fmt.Sprintf("%v/%dx%d/n=%d/%v", typ, sh.rows, sh.cols, n, isa)
-					old := setISA(isa)
-					quantized := usesQuantizedActivations(isa, w, n)
-					qb := qbound[activationBlock(isa, w, n)]
-					got := make([]float32, n*sh.rows+1)
-					got[len(got)-1] = 42 // guard
-					err := MatMul(got, w, x, n)
-					setISA(old)
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					if got[len(got)-1] != 42 {
-						t.Errorf("%s: wrote past n*Rows", name)
-					}
-					bad := 0
-					for i := range want {
-						tol := 1e-5*bound[i] + 1e-6
-						if quantized {
-							tol += 1.01 * qb[i]
+				checkAllISAs(t, w, randomVec(rng, n*cols), n)
+			}
+		}
+	}
+}
+
+// checkAllISAs runs MatMul on every kernel set this CPU has and holds each
+// output to the float64 reference: 1e-5 of sum |w||x|, plus, where the
+// kernel rounds x to 8 bits, the bound of that rounding.
+func checkAllISAs(t *testing.T, w quant.Weight, x []float32, n int) {
+	t.Helper()
+	rows, cols := w.Rows, w.Cols
+	want := make([]float32, n*rows)
+	matMulRef(want, w, x, n)
+	bound := make([]float64, n*rows) // sum |w||x| per output
+	// qbound[blk]: sum |w| * (x block amax / 254), the 8-bit
+	// rounding of x with one scale per blk columns (32, or 256
+	// for the AVX2 K-quant kernels)
+	qbound := map[int][]float64{32: make([]float64, n*rows), 256: make([]float64, n*rows)}
+	row := make([]float32, cols)
+	for r := range rows {
+		w.Row(r, row)
+		for tok := range n {
+			xt := x[tok*cols : (tok+1)*cols]
+			for k, v := range row {
+				bound[tok*rows+r] += math.Abs(float64(v) * float64(xt[k]))
+			}
+			for blk, qb := range qbound {
+				amax := 0.0
+				for k, v := range row {
+					if k%blk == 0 {
+						amax = 0
+						for _, xv := range xt[k:min(k+blk, len(xt))] {
+							amax = max(amax, math.Abs(float64(xv)))
 						}
-						if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
-							if bad < 3 {
-								t.Errorf("%s: y[%d] = %g, want %g (tol %g)", name, i, got[i], want[i], tol)
-							}
-							bad++
-						}
 					}
+					qb[tok*rows+r] += math.Abs(float64(v)) * amax / 254
 				}
+			}
+		}
+	}
+	for _, isa := range availableISAs() {
+		name := fmt.Sprintf("%v/%dx%d/n=%d/%v", w.Type, rows, cols, n, isa)
+		old := setISA(isa)
+		quantized := usesQuantizedActivations(isa, w, n)
+		qb := qbound[activationBlock(isa, w, n)]
+		got := make([]float32, n*rows+1)
+		got[len(got)-1] = 42 // guard
+		err := MatMul(got, w, x, n)
+		setISA(old)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got[len(got)-1] != 42 {
+			t.Errorf("%s: wrote past n*Rows", name)
+		}
+		bad := 0
+		for i := range want {
+			tol := 1e-5*bound[i] + 1e-6
+			if quantized {
+				tol += 1.01 * qb[i]
+			}
+			if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
+				if bad < 3 {
+					t.Errorf("%s: y[%d] = %g, want %g (tol %g)", name, i, got[i], want[i], tol)
+				}
+				bad++
 			}
 		}
 	}
