@@ -551,9 +551,42 @@ static void AF(attend_merge)(float *out, const float *st, int nseg, int nq, int 
 	}
 }
 
+// attend_2p: attention over at most one segment's positions in two passes,
+// the scores of every position, then their softmax in ggml's order
+// (asoftmax: the weights normalised, then rounded to F16 for an F16 cache),
+// then the output sum. scratch holds nq*(hd+n-lo) floats.
+static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			     long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			     float *scratch, const int WH) {
+	float *qs = scratch, *sc = scratch + (long)nq * hd;
+	const long np = n - lo;
+	if (WH) {
+		AF(around)(qs, q, (long)nq * hd);
+		q = qs;
+	}
+	const int hv = hd - hd % VW;
+	int j = 0;
+	if (hv > 0) {
+		for (; j < nq; j++) AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, WH);
+	}
+	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
+	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
+	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
+	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, sinks ? sinks + j : 0, WH);
+	memset(out, 0, (size_t)nq * hd * 4);
+	AF(aouts)(out, sc, v, blocks, bs, stride, off, hd, nq, lo, n, WH);
+}
+
+// attend_t: up to WATT_SEG positions in two passes (attend_2p, the order
+// the golden logits of ggml's attention were made in); longer contexts as
+// segments of online softmax (attend_part), merged.
 static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
 			    long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
 			    float *scratch, const int WH) {
+	if (n - lo <= WATT_SEG) {
+		AF(attend_2p)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, WH);
+		return;
+	}
 	float *st = scratch + (long)nq * (hd + WATT_TILE);
 	AF(attend_part)(st, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, WH);
 	const int nseg = (n - 1) / WATT_SEG - lo / WATT_SEG + 1;

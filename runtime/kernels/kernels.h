@@ -147,7 +147,8 @@ void weft_round_f16s(int isa, float *dst, const float *src, long n);
 // watt_attend: one token's attention for nq query heads of one KV group
 // over positions lo..n-1 of a paged cache; wh selects the F16 cache (k, v
 // are uint16_t) or the F32 one. q and out hold nq rows of hd floats;
-// scratch holds nq*(hd+WATT_TILE) + nseg*nq*(hd+2) floats, nseg the
+// scratch holds nq*(hd+n-lo) floats up to WATT_SEG positions, else
+// nq*(hd+WATT_TILE) + nseg*nq*(hd+2), nseg the
 // segments of WATT_SEG of lo..n-1. sinks is NULL or holds one logit per
 // query head that joins its softmax without a value (attention sinks). Isa
 // is at most WEFT_AVX512.
