@@ -503,11 +503,15 @@ func (b *Backend) rope(x []float32, heads int, cs []float32) {
 	}
 }
 
-// Cache layout: per layer, block-major, then KV head, then slot:
-// element (block, g, slot, i) is at ((block*KVHeads+g)*BlockSize+slot)*HeadDim+i,
-// so one KV head's rows of a block are contiguous.
+// Cache layout: per layer, KV-head-major, then block, then slot: element
+// (block, g, slot, i) is at ((g*NumBlocks+block)*BlockSize+slot)*HeadDim+i,
+// so one KV head's rows of a block are contiguous, and so are those of
+// consecutive blocks: a sequence whose blocks were handed out in order is
+// one stream per head, which the hardware prefetcher follows across
+// pages, where a block-major layout breaks each head's rows into pieces
+// of BlockSize rows.
 func (b *Backend) kvOff(block int32, g, slot int) int {
-	return ((int(block)*b.m.HP.KVHeads+g)*b.cfg.BlockSize + slot) * b.m.HP.HeadDim
+	return ((g*b.cfg.NumBlocks+int(block))*b.cfg.BlockSize + slot) * b.m.HP.HeadDim
 }
 
 // storeKV writes each token's K and V into its sequence's blocks (rounded

@@ -28,7 +28,34 @@ type PagedKV struct {
 
 // AttendScratch is the scratch length AttendF16 and AttendF32 need for nq
 // query vectors over n positions of head dimension hd (n - First suffices).
-func AttendScratch(nq, n, hd int) int { return nq*(n+hd) + hd }
+func AttendScratch(nq, n, hd int) int {
+	flash := nq*(hd+attnTile) + (attendSegments(0, n)+1)*attendStateLen(nq, hd)
+	return max(nq*(n+hd)+hd, flash)
+}
+
+// The C kernels run an online softmax over tiles of attnTile positions and
+// keep one softmax state per segment of attnSeg positions, the segments
+// split at multiples of attnSeg; the states are merged in order at the
+// end, so a context's result does not depend on where a caller could
+// split it at segment boundaries. kernels.h defines the same numbers
+// (WATT_SEG, WATT_TILE; attn_cgo.go checks).
+const (
+	attnSeg  = 1024
+	attnTile = 64
+)
+
+// attendSegments is the number of segments of positions first..n-1.
+func attendSegments(first, n int) int {
+	if n <= first {
+		return 0
+	}
+	return (n-1)/attnSeg - first/attnSeg + 1
+}
+
+// attendStateLen is the length of one segment's softmax state for nq query
+// vectors of head dimension hd: the nq largest scaled scores, the nq sums
+// of exp(score - largest), the nq unnormalised output rows.
+func attendStateLen(nq, hd int) int { return nq * (hd + 2) }
 
 // AttendF16 computes single-token attention for the query vectors in q
 // (len(q)/HeadDim of them, e.g. the query heads of one GQA group) against

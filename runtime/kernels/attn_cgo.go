@@ -7,6 +7,12 @@ import "C"
 
 import "unsafe"
 
+func init() {
+	if C.WATT_SEG != attnSeg || C.WATT_TILE != attnTile {
+		panic("kernels: attention segment or tile size differs between Go and C")
+	}
+}
+
 // attendFast runs the C attention kernel; k and v point at the first
 // element of the (uint16 when f16, else float32) K and V arrays.
 func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {

@@ -45,10 +45,13 @@ func newAttnCase(rng *rand.Rand, hd, nq, n, bs int, qScale float64) attnCase {
 // attendRef computes the attention outputs (positions c.kv.First..n-1) in
 // float64 and, per output
 // element, the error the float32 kernels may make: 1e-5 of sum |w·v|, plus,
-// for an F16 cache, the full step of any weight within 1e-5 (relative) of
+// when the weights are rounded to F16 (roundW: the Go kernel's ggml order
+// with an F16 cache), the full step of any weight within 1e-5 (relative) of
 // an F16 rounding boundary (float32 arithmetic may round it either way).
-// sinks (nil or one per query vector) join each softmax without a value.
-func attendRef(c attnCase, f16 bool, n int, scale float64, sinks []float32) (want, tol []float64) {
+// The C kernels' online softmax (beyond attnSeg positions) never holds a
+// final weight, so it does not round one. sinks (nil or one per query vector) join each softmax without
+// a value.
+func attendRef(c attnCase, f16, roundW bool, n int, scale float64, sinks []float32) (want, tol []float64) {
 	hd, bs := c.kv.HeadDim, c.kv.BlockSize
 	nq := len(c.q) / hd
 	row := func(x []float32, h []uint16, p int) []float64 {
@@ -95,7 +98,7 @@ func attendRef(c attnCase, f16 bool, n int, scale float64, sinks []float32) (wan
 		}
 		for p := c.kv.First; p < n; p++ {
 			w, slack := s[p]/sum, 0.0
-			if f16 {
+			if roundW {
 				lo, hi := round(w*(1-1e-5)), round(w*(1+1e-5))
 				w, slack = round(w), hi-lo
 			}
@@ -159,11 +162,46 @@ func TestAttend(t *testing.T) {
 	}
 }
 
+// TestAttendLong covers contexts of several segments (attnSeg), whose
+// softmax states the C kernels merge, with GQA groups, windows that start
+// inside a segment, sinks and block sizes that do not divide a tile.
+func TestAttendLong(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	lengths := []int{30, attnSeg + 70, 2*attnSeg + 517}
+	if raceEnabled {
+		lengths = lengths[:1]
+	}
+	for _, n := range lengths {
+		for _, cs := range []struct{ hd, nq, bs int }{{64, 1, 16}, {64, 4, 16}, {48, 3, 5}, {128, 2, 32}, {256, 4, 16}} {
+			c0 := newAttnCase(rng, cs.hd, cs.nq, n, cs.bs, 4)
+			scale := 1 / math.Sqrt(float64(cs.hd))
+			for _, withSinks := range []bool{false, true} {
+				var sinks []float32
+				if withSinks {
+					for range cs.nq {
+						sinks = append(sinks, float32(rng.NormFloat64()*8))
+					}
+				}
+				for _, window := range []int{0, 40, attnSeg + 3} {
+					if window >= n {
+						continue
+					}
+					c := c0
+					if window > 0 {
+						c.kv.First = n - window
+					}
+					testAttendCase(t, c, cs.hd, cs.nq, n, cs.bs, 4, scale, sinks)
+				}
+			}
+		}
+	}
+}
+
 func testAttendCase(t *testing.T, c attnCase, hd, nq, n, bs int, qs, scale float64, sinks []float32) {
 	scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
 	for _, f16 := range []bool{true, false} {
-		want, tol := attendRef(c, f16, n, scale, sinks)
 		for _, isa := range availableISAs() {
+			want, tol := attendRef(c, f16, f16 && (isa == isaGo || n-c.kv.First <= attnSeg), n, scale, sinks)
 			name := fmt.Sprintf("%v/f16=%v/hd=%d/nq=%d/n=%d/first=%d/bs=%d/qs=%g/sinks=%v", isa, f16, hd, nq, n, c.kv.First, bs, qs, sinks != nil)
 			old := setISA(isa)
 			got := make([]float32, nq*hd+3) // the extra elements must stay untouched

@@ -215,7 +215,7 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 	}
 }
 
-// aout: out[j*hd + c .. + NC*VW) = sum_p w[j*m + p-lo] * V[p][c ..] (m =
+// aout: out[j*hd + c .. + NC*VW) += sum_p w[j*m + p-lo] * V[p][c ..] (m =
 // n-lo, lo <= p < n) for the NQ queries, NC vectors of columns from c.
 // Small tiles take rows in pairs into two sets of accumulators (more
 // independent FMA chains).
@@ -270,7 +270,8 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 #pragma GCC unroll 4
 	for (int j = 0; j < NQ; j++)
 #pragma GCC unroll 4
-		for (int i = 0; i < NC; i++) AF(ast)(out + j * hd + c + i * VW, a[j][i] + b[j][i]);
+		for (int i = 0; i < NC; i++)
+			AF(ast)(out + j * hd + c + i * VW, AF(ald)(out + j * hd + c + i * VW) + (a[j][i] + b[j][i]));
 }
 
 // asoftmax: row = softmax(row*scale) in ggml's order (see the file comment),
@@ -355,11 +356,210 @@ void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int windo
 	}
 }
 
-static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			    long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
-			    float *scratch, const int WH) {
+// aouts: out[j*hd ..] += sum_p w[j*m + p-lo] * V[p] (m = n-lo) for the nq
+// queries, in output tiles of 4 queries x 2 column vectors, or fewer
+// queries x 4.
+static AI void AF(aouts)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
+			 long off, int hd, int nq, int lo, int n, const int WH) {
+	const long np = n - lo;
+	const int hv = hd - hd % VW;
+	for (int j = 0; j < nq;) {
+		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
+		float *o = out + (long)j * hd;
+		const float *wj = w + j * np;
+		int c = 0;
+		if (m == 4) {
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 4, 1, WH);
+		} else if (m == 2) {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 2, 1, WH);
+		} else {
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 1, 1, WH);
+		}
+		// Columns past the last full vector, one at a time.
+		for (; c < hd; c++) {
+			for (int i = 0; i < m; i++) {
+				float x = 0;
+				long blk = lo / bs, slot = lo % bs;
+				for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
+					const long base = (long)blocks[blk] * stride + off + slot * hd + c;
+					cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
+					for (int r = 0; r < cnt; r++)
+						x += wj[i * np + p0 - lo + r] * AF(aat)(v, base + (long)r * hd, WH);
+				}
+				o[i * hd + c] += x;
+			}
+		}
+		j += m;
+	}
+}
+
+// aexp1: e^x for one float (aexp's approximation).
+static AI float AF(aexp1)(float x) {
+	float e[VW];
+	AF(ast)(e, AF(aexp)((AF(avf)){0} + x));
+	return e[0];
+}
+
+// atile: one tile's share of the online softmax of query j: row holds its
+// m scores, replaced by exp(score*scale - mx'), where mx' is the larger of
+// *mx and the tile's largest scaled score; *mx becomes mx' and *l becomes
+// *l * exp(*mx - mx') + the sum of the row. It returns exp(*mx - mx') (0
+// while *mx is -inf), the factor the query's output sum must take.
+static AI float AF(atile)(float *row, int m, float scale, float *mx, float *l) {
+	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
+	int p = 0;
+	for (; p + VW <= m; p += VW) {
+		const AF(avf) x = AF(ald)(row + p) * scale;
+		AF(ast)(row + p, x);
+		mv = AF(asel)((x > mv) | (x != x), x, mv);
+	}
+	float tm = -__builtin_inff(), ml[VW];
+	AF(ast)(ml, mv);
+	for (int i = 0; i < VW; i++)
+		if (ml[i] > tm || ml[i] != ml[i]) tm = ml[i];
+	for (; p < m; p++) {
+		const float x = row[p] * scale;
+		row[p] = x;
+		if (x > tm || x != x) tm = x;
+	}
+	const float old = *mx, nm = tm > old || tm != tm ? tm : old;
+	const float alpha = old == -__builtin_inff() ? 0 : AF(aexp1)(old - nm);
+	AF(avf) sv = {0};
+	for (p = 0; p + VW <= m; p += VW) {
+		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - nm);
+		AF(ast)(row + p, e);
+		sv += e;
+	}
+	float sum = AF(ahsum)(sv);
+	if (p < m) {
+		float a[VW] = {0};
+		memcpy(a, row + p, (m - p) * 4);
+		const AF(avf) e = AF(aexp)(AF(ald)(a) - nm);
+		memcpy(row + p, &e, (m - p) * 4);
+		for (; p < m; p++) sum += row[p];
+	}
+	*mx = nm;
+	*l = *l * alpha + sum;
+	return alpha;
+}
+
+// aseg: the softmax state of the nq queries q (rows of hd, already rounded
+// for an F16 cache) over positions lo..n-1: st[j] = m_j, the largest scaled
+// score, st[nq+j] = l_j = sum_p exp(s_p - m_j), and st[2*nq + j*hd ..] =
+// o_j = sum_p exp(s_p - m_j) V[p] (s_p = scale * q_j·K[p]). Positions go
+// in tiles of WATT_TILE (at multiples of it): a tile's K rows are scored
+// for every query, folded into the running state, and its V rows
+// accumulated while they are in cache; the tile after next is prefetched
+// as a tile starts (the blocks are scattered through the pool, where the
+// hardware prefetcher cannot follow). sc holds nq*WATT_TILE floats.
+static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			long bs, long stride, long off, int hd, int lo, int n, float scale, float *sc, const int WH) {
+	float *mx = st, *ls = st + nq, *o = st + 2 * nq;
+	for (int j = 0; j < nq; j++) {
+		mx[j] = -__builtin_inff();
+		ls[j] = 0;
+	}
+	memset(o, 0, (size_t)nq * hd * 4);
+	const int hv = hd - hd % VW;
+	// Prefetch the first tiles' blocks.
+	long pf = lo / bs; // the next block to prefetch
+	for (; pf < n && pf * bs < (lo / WATT_TILE + 2) * WATT_TILE && pf * bs < n; pf++) {
+		AF(apf)(k, blocks, pf, bs, stride, off, hd, n, WH);
+		AF(apf)(v, blocks, pf, bs, stride, off, hd, n, WH);
+	}
+	for (int t0 = lo; t0 < n;) {
+		int t1 = (t0 / WATT_TILE + 1) * WATT_TILE;
+		if (t1 > n) t1 = n;
+		const int m = t1 - t0;
+		for (; pf * bs < (long)t1 + 2 * WATT_TILE && pf * bs < n; pf++) {
+			AF(apf)(k, blocks, pf, bs, stride, off, hd, n, WH);
+			AF(apf)(v, blocks, pf, bs, stride, off, hd, n, WH);
+		}
+		int j = 0;
+		if (hv > 0) {
+			for (; j < nq; j++) AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, WH);
+		}
+		for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 4, WH);
+		for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 2, WH);
+		for (; j < nq; j++) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 1, WH);
+		for (j = 0; j < nq; j++) {
+			const float alpha = AF(atile)(sc + j * m, m, scale, mx + j, ls + j);
+			if (alpha != 1) {
+				float *oj = o + (long)j * hd;
+				int c = 0;
+				for (; c + VW <= hd; c += VW) AF(ast)(oj + c, AF(ald)(oj + c) * alpha);
+				for (; c < hd; c++) oj[c] *= alpha;
+			}
+		}
+		AF(aouts)(o, sc, v, blocks, bs, stride, off, hd, nq, t0, t1, WH);
+		t0 = t1;
+	}
+}
+
+// attend_part: the states (aseg) of the segments of positions lo..n-1,
+// split at multiples of WATT_SEG, one after another in st (nq*(hd+2)
+// floats each). q is rounded to F16 first for an F16 cache; scratch holds
+// nq*(hd+WATT_TILE) floats.
+static AI void AF(attend_part)(float *st, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			       long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch,
+			       const int WH) {
 	float *qs = scratch, *sc = scratch + (long)nq * hd;
-	const long np = n - lo; // positions read: lo..n-1
+	if (WH) {
+		AF(around)(qs, q, (long)nq * hd);
+		q = qs;
+	}
+	const long sw = (long)nq * (hd + 2);
+	for (int s0 = lo; s0 < n; st += sw) {
+		int s1 = (s0 / WATT_SEG + 1) * WATT_SEG;
+		if (s1 > n) s1 = n;
+		AF(aseg)(st, q, nq, k, v, blocks, bs, stride, off, hd, s0, s1, scale, sc, WH);
+		s0 = s1;
+	}
+}
+
+// attend_merge: out (nq rows of hd) from nseg segment states (attend_part's
+// layout): with M the largest m_i (and sink), out = sum_i o_i e^(m_i-M) /
+// (sum_i l_i e^(m_i-M) + e^(sink-M)), the segments taken in order.
+static void AF(attend_merge)(float *out, const float *st, int nseg, int nq, int hd, const float *sinks) {
+	const long sw = (long)nq * (hd + 2);
+	for (int j = 0; j < nq; j++) {
+		float M = sinks ? sinks[j] : -__builtin_inff();
+		for (int i = 0; i < nseg; i++) {
+			const float m = st[i * sw + j];
+			if (m > M || m != m) M = m;
+		}
+		float *oj = out + (long)j * hd;
+		float L = sinks ? AF(aexp1)(sinks[j] - M) : 0;
+		memset(oj, 0, (size_t)hd * 4);
+		for (int i = 0; i < nseg; i++) {
+			const float *si = st + i * sw;
+			if (si[j] == -__builtin_inff()) continue;
+			const float f = AF(aexp1)(si[j] - M);
+			L += si[nq + j] * f;
+			const float *o = si + 2 * nq + (long)j * hd;
+			int c = 0;
+			for (; c + VW <= hd; c += VW) AF(ast)(oj + c, AF(ald)(oj + c) + AF(ald)(o + c) * f);
+			for (; c < hd; c++) oj[c] += o[c] * f;
+		}
+		const float inv = 1 / L;
+		int c = 0;
+		for (; c + VW <= hd; c += VW) AF(ast)(oj + c, AF(ald)(oj + c) * inv);
+		for (; c < hd; c++) oj[c] *= inv;
+	}
+}
+
+// attend_2p: attention over at most one segment's positions in two passes,
+// the scores of every position, then their softmax in ggml's order
+// (asoftmax: the weights normalised, then rounded to F16 for an F16 cache),
+// then the output sum. scratch holds nq*(hd+n-lo) floats.
+static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			     long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			     float *scratch, const int WH) {
+	float *qs = scratch, *sc = scratch + (long)nq * hd;
+	const long np = n - lo;
 	if (WH) {
 		AF(around)(qs, q, (long)nq * hd);
 		q = qs;
@@ -373,38 +573,24 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
 	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
 	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, sinks ? sinks + j : 0, WH);
-	// Output tiles: 4 queries x 2 column vectors, or fewer queries x 4.
-	for (j = 0; j < nq;) {
-		const int m = nq - j >= 4 ? 4 : nq - j >= 2 ? 2 : 1;
-		float *o = out + (long)j * hd;
-		const float *w = sc + j * np;
-		int c = 0;
-		if (m == 4) {
-			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 2, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 4, 1, WH);
-		} else if (m == 2) {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 2, 1, WH);
-		} else {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, w, v, blocks, bs, stride, off, hd, c, lo, n, 1, 1, WH);
-		}
-		// Columns past the last full vector, one at a time.
-		for (; c < hd; c++) {
-			for (int i = 0; i < m; i++) {
-				float x = 0;
-				long blk = lo / bs, slot = lo % bs;
-				for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
-					const long base = (long)blocks[blk] * stride + off + slot * hd + c;
-					cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
-					for (int r = 0; r < cnt; r++)
-						x += w[i * np + p0 - lo + r] * AF(aat)(v, base + (long)r * hd, WH);
-				}
-				o[i * hd + c] = x;
-			}
-		}
-		j += m;
+	memset(out, 0, (size_t)nq * hd * 4);
+	AF(aouts)(out, sc, v, blocks, bs, stride, off, hd, nq, lo, n, WH);
+}
+
+// attend_t: up to WATT_SEG positions in two passes (attend_2p, the order
+// the golden logits of ggml's attention were made in); longer contexts as
+// segments of online softmax (attend_part), merged.
+static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
+			    long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			    float *scratch, const int WH) {
+	if (n - lo <= WATT_SEG) {
+		AF(attend_2p)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, WH);
+		return;
 	}
+	float *st = scratch + (long)nq * (hd + WATT_TILE);
+	AF(attend_part)(st, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, scratch, WH);
+	const int nseg = (n - 1) / WATT_SEG - lo / WATT_SEG + 1;
+	AF(attend_merge)(out, st, nseg, nq, hd, sinks);
 }
 
 void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,

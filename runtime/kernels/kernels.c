@@ -273,12 +273,15 @@ void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, 
 
 void weft_round_f16s(int isa, float *dst, const float *src, long n) { WEFT_PICK(isa, weft_round_f16s, dst, src, n); }
 
+// attnISA is the kernel set attention takes for head dimension hd: heads
+// narrower than 16 (stories260K's 8) or not a multiple of it run faster in
+// the 8-wide build than in the 16-wide one's tails.
+static int attnISA(int isa, int hd) { return isa >= WEFT_AVX512 && hd % 16 != 0 && hd % 8 == 0 ? WEFT_AVX2 : isa; }
+
 void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
 		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
 		 const float *sinks, float *scratch) {
-	// Heads narrower than 16 (stories260K's 8) or not a multiple of it run
-	// faster in the 8-wide build than in the 16-wide one's tails.
-	if (isa >= WEFT_AVX512 && hd % 16 != 0 && hd % 8 == 0) isa = WEFT_AVX2;
+	isa = attnISA(isa, hd);
 	if (wh) WEFT_PICK(isa, watt_attend_h, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 	WEFT_PICK(isa, watt_attend_f, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 }

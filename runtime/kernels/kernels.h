@@ -151,12 +151,20 @@ void weft_round_f16s(int isa, float *dst, const float *src, long n);
 // watt_attend: one token's attention for nq query heads of one KV group
 // over positions lo..n-1 of a paged cache; wh selects the F16 cache (k, v
 // are uint16_t) or the F32 one. q and out hold nq rows of hd floats;
-// scratch holds nq*(hd+n-lo) floats. sinks is NULL or holds one logit per
+// scratch holds nq*(hd+n-lo) floats up to WATT_SEG positions, else
+// nq*(hd+WATT_TILE) + nseg*nq*(hd+2), nseg the
+// segments of WATT_SEG of lo..n-1. sinks is NULL or holds one logit per
 // query head that joins its softmax without a value (attention sinks). Isa
 // is at most WEFT_AVX512.
 void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
 		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
 		 const float *sinks, float *scratch);
+// The attention kernels run an online softmax over tiles of WATT_TILE
+// positions and keep one state per segment of WATT_SEG positions (split at
+// multiples of WATT_SEG), merged in order at the end; attn.go holds the
+// same numbers.
+#define WATT_SEG 1024
+#define WATT_TILE 64
 // watt_softmax_causal: the causal (window > 0: sliding-window) softmax of a
 // prompt chunk's score rows (sinks: NULL or one per head, rows/T of them).
 void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,

@@ -1,0 +1,91 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weft-inference/weft/runtime/quant"
+)
+
+// BenchmarkAttendLayer times one decode query per KV head for every KV head
+// of one layer laid out as the CPU backend lays its cache out (block-major,
+// then head, then slot), one thread, and reports the KV bytes read per second.
+func BenchmarkAttendLayer(b *testing.B) {
+	const hd, bs, heads = 64, 16, 12
+	for _, nq := range []int{1, 4} {
+		for _, n := range []int{512, 2048, 8192} {
+			nb := (n + bs - 1) / bs
+			size := nb * heads * bs * hd
+			rng := rand.New(rand.NewPCG(7, 8))
+			k, v := make([]uint16, size), make([]uint16, size)
+			for i := range size {
+				k[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+				v[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+			}
+			blocks := make([]int32, nb)
+			for i := range blocks {
+				blocks[i] = int32(i)
+			}
+			q := make([]float32, nq*hd)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, nq*hd)
+			scratch := make([]float32, AttendScratch(nq, n, hd))
+			scale := float32(1 / math.Sqrt(hd))
+			b.Run(fmt.Sprintf("layers/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				// Twelve layers' caches, each read once per step: the cache
+				// holds little of them.
+				const layers = 12
+				ks, vs := make([][]uint16, layers), make([][]uint16, layers)
+				for l := range layers {
+					ks[l], vs[l] = append([]uint16(nil), k...), append([]uint16(nil), v...)
+				}
+				scr := [2][]float32{scratch, make([]float32, len(scratch))}
+				outs := [2][]float32{out, make([]float32, len(out))}
+				for b.Loop() {
+					for l := range layers {
+						Parallel(heads, func(w, g int) error {
+							kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: heads * bs * hd, Off: g * bs * hd}
+							AttendF16(outs[w], q, ks[l], vs[l], kv, n, scale, nil, scr[w])
+							return nil
+						})
+					}
+				}
+				b.SetBytes(int64(layers * 2 * heads * n * hd * 2))
+			})
+			b.Run(fmt.Sprintf("parallel/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				scr := [2][]float32{scratch, make([]float32, len(scratch))}
+				outs := [2][]float32{out, make([]float32, len(out))}
+				for b.Loop() {
+					Parallel(heads, func(w, g int) error {
+						kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: heads * bs * hd, Off: g * bs * hd}
+						AttendF16(outs[w], q, k, v, kv, n, scale, nil, scr[w])
+						return nil
+					})
+				}
+				b.SetBytes(int64(2 * heads * n * hd * 2))
+			})
+			for _, lay := range []string{"blockmajor", "headmajor", "onehead"} {
+				b.Run(fmt.Sprintf("%s/nq=%d/n=%d", lay, nq, n), func(b *testing.B) {
+					hs := heads
+					if lay == "onehead" {
+						hs = 1
+					}
+					for b.Loop() {
+						for g := range hs {
+							kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: heads * bs * hd, Off: g * bs * hd}
+							if lay == "headmajor" {
+								kv.Stride, kv.Off = bs*hd, g*nb*bs*hd
+							}
+							AttendF16(out, q, k, v, kv, n, scale, nil, scratch)
+						}
+					}
+					b.SetBytes(int64(2 * hs * n * hd * 2))
+				})
+			}
+		}
+	}
+}
