@@ -92,6 +92,7 @@ var (
 	soakFor     = flag.Duration("soak", 0, "TestSoak: `duration` of the traffic, with the long run's clients and figures (0: the short soak)")
 	soakClients = flag.Int("soak-clients", 16, "TestSoak: concurrent clients of a -soak run")
 	soakSeed    = flag.Uint64("soak-seed", 0, "TestSoak: the traffic's seed (0: from the clock)")
+	soakProfile = flag.String("soak-profiles", "", "TestSoak: serve with --pprof and write the server's heap profile to `DIR`/heap-MMm.pb.gz at each minute of the traffic and heap-end.pb.gz after it (compare two with go tool pprof -base)")
 )
 
 // Soak settings. The server's pool holds soakKVMemory of KV (102 blocks of
@@ -169,7 +170,12 @@ func TestSoak(t *testing.T) {
 	})
 	t.Logf("soak: %v of traffic, %d clients, seed %d (-soak-seed)", plan.traffic, plan.clients, seed)
 
-	srv := startSoakServer(t, bin, model, filepath.Join(dir, "serve.log"))
+	if *soakProfile != "" {
+		if err := os.MkdirAll(*soakProfile, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startSoakServer(t, bin, model, filepath.Join(dir, "serve.log"), *soakProfile != "")
 	defer srv.kill()
 	s := &soak{t: t, plan: plan, srv: srv, bin: bin, tally: newTally()}
 	s.dial()
@@ -239,6 +245,7 @@ func TestSoak(t *testing.T) {
 		case <-progress.C:
 			t.Logf("soak: %v: %d requests, %d violations, RSS %d KiB", time.Since(start).Round(time.Second),
 				s.tally.total(), s.tally.violationCount(), sampler.lastRSS())
+			s.heapProfile(fmt.Sprintf("heap-%02dm.pb.gz", int(time.Since(start).Round(time.Minute)/time.Minute)))
 		}
 	}
 	progress.Stop()
@@ -252,6 +259,7 @@ func TestSoak(t *testing.T) {
 	trafficEnd := time.Now()
 	close(sampler.stop)
 	<-samplerDone
+	s.heapProfile("heap-end.pb.gz")
 
 	// The server stayed up: its process runs and health says SERVING.
 	select {
@@ -354,12 +362,16 @@ type soakServer struct {
 
 var addrLine = regexp.MustCompile(`msg=("[^"]*"|\S+) addr=(\S+)`)
 
-func startSoakServer(t *testing.T, bin, model, logPath string) *soakServer {
+func startSoakServer(t *testing.T, bin, model, logPath string, pprof bool) *soakServer {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--model", model, "--chat-template", "chatml", "--backend", "cpu",
+	args := []string{"serve", "--model", model, "--chat-template", "chatml", "--backend", "cpu",
 		"--kv-memory", soakKVMemory, "--max-seqs", soakMaxSeqs, "--max-waiting", soakMaxWaiting,
 		"--drain-timeout", soakDrainTimeout.String(),
-		"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+		"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}
+	if pprof {
+		args = append(args, "--pprof")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -976,4 +988,30 @@ func (s *soak) prefixProbe(blockSize int) probeResult {
 		s.violate("prefix", "a %d-token prompt sent again took %d tokens from the prefix cache, want at least %d", res.prompt, res.cached, res.want)
 	}
 	return res
+}
+
+// heapProfile writes the server's heap profile (after a GC) to name in
+// -soak-profiles' directory; without the flag it does nothing. A failed
+// fetch is logged, not a violation: profiles are a diagnosis, not a check.
+func (s *soak) heapProfile(name string) {
+	if *soakProfile == "" {
+		return
+	}
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get("http://" + s.srv.metric + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		s.t.Logf("soak: heap profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s", resp.Status)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(*soakProfile, name), b, 0o644)
+	}
+	if err != nil {
+		s.t.Logf("soak: heap profile %s: %v", name, err)
+	}
 }
