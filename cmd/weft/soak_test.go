@@ -333,7 +333,7 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "VmRSS: %d KiB after the warm-up, %d KiB after the traffic, peak %d KiB; %d KiB at %v (max of the 30 s before), %d KiB at the end (max of the last 30 s): %+.2f %% (%s); %d samples\n",
 		rssBefore, rssAfter, sampler.peakRSS(), memRef.rss, memRef.at, memEnd.rss, 100*growth, limit, sampler.count())
-	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); MiB of VmRSS/heap by minute of traffic: %s\n",
+	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); MiB of VmRSS/RssAnon/Go heap held/in use by minute of traffic: %s\n",
 		memRef.heap, memRef.at, memEnd.heap, sampler.byMinute())
 	fmt.Fprintf(&b, "go_goroutines: %.0f at start, %d after the warm-up (baseline), peak %d in the traffic, %d after it\n",
 		cold, baseline, sampler.peakGoroutines, endGoroutines)
@@ -469,16 +469,21 @@ func (s *soakServer) races() int {
 
 // vmRSS is the process's resident memory in KiB (/proc/PID/status).
 func vmRSS(pid int) (int64, error) {
+	return procStatus(pid, "VmRSS")
+}
+
+// procStatus reads one KiB figure of /proc/PID/status (VmRSS, RssAnon...).
+func procStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field+":" {
 			return strconv.ParseInt(f[1], 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // metricSet is one scrape of /metrics: series ("name{labels}") to value.
@@ -579,6 +584,11 @@ type memSample struct {
 	at   time.Duration // since the traffic's start
 	rss  int64         // VmRSS
 	heap int64         // go_memstats_heap_inuse_bytes (0: the scrape failed)
+	// The parts of rss (0: not read): anonymous memory (RssAnon: the Go
+	// heap and stacks, C allocations) and, of it, what the Go heap holds
+	// from the OS (heap_sys - heap_released: in use, or idle and not yet
+	// returned).
+	anon, held int64
 }
 
 func newSampler(srv *soakServer, start time.Time) *sampler {
@@ -600,9 +610,11 @@ func (p *sampler) run(s *soak) {
 			continue
 		}
 		x := memSample{at: time.Since(p.start), rss: kib}
+		x.anon, _ = procStatus(p.srv.pid, "RssAnon")
 		m, err := scrape(p.srv.metric)
 		if err == nil {
 			x.heap = int64(m.get("go_memstats_heap_inuse_bytes")) / 1024
+			x.held = int64(m.get("go_memstats_heap_sys_bytes")-m.get("go_memstats_heap_released_bytes")) / 1024
 		}
 		p.mu.Lock()
 		p.samples = append(p.samples, x)
@@ -668,8 +680,9 @@ func (p *sampler) memWindows(dur time.Duration) (ref, end memSample) {
 	return ref, end
 }
 
-// byMinute is the largest VmRSS and heap in use of each minute of the
-// traffic, in MiB: "rss/heap" per minute.
+// byMinute is the largest VmRSS, RssAnon, Go heap held from the OS and Go
+// heap in use of each minute of the traffic, in MiB:
+// "rss/anon/held/heap" per minute.
 func (p *sampler) byMinute() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -680,10 +693,11 @@ func (p *sampler) byMinute() string {
 			mins = append(mins, memSample{})
 		}
 		mins[i].rss, mins[i].heap = max(mins[i].rss, x.rss), max(mins[i].heap, x.heap)
+		mins[i].anon, mins[i].held = max(mins[i].anon, x.anon), max(mins[i].held, x.held)
 	}
 	parts := make([]string, len(mins))
 	for i, m := range mins {
-		parts[i] = fmt.Sprintf("%d/%d", m.rss/1024, m.heap/1024)
+		parts[i] = fmt.Sprintf("%d/%d/%d/%d", m.rss/1024, m.anon/1024, m.held/1024, m.heap/1024)
 	}
 	return strings.Join(parts, " ")
 }
