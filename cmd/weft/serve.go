@@ -298,6 +298,9 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 			}
 		}
 	}
+	if err := registerScratchMetrics(reg); err != nil {
+		return err
+	}
 	backendInfo := b.Name()
 	if d.BackendWhy != "" {
 		backendInfo += "; " + d.BackendWhy

@@ -17,4 +17,9 @@
 // call for the same slot may move it).
 float *weft_scratch(int slot, long n);
 
+// weft_scratch_bytes is the bytes the arena holds over all threads, and
+// weft_scratch_threads the number of threads that have held a buffer.
+long weft_scratch_bytes(void);
+long weft_scratch_threads(void);
+
 #endif

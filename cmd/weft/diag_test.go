@@ -62,8 +62,10 @@ func TestServePprof(t *testing.T) {
 		}
 		metrics, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(string(metrics), "weft_") {
-			t.Errorf("--pprof: /metrics no longer serves weft's metrics")
+		for _, name := range []string{"weft_num_requests_running", "weft_cpu_scratch_bytes", "weft_cpu_scratch_threads"} {
+			if !strings.Contains(string(metrics), "\n"+name+" ") {
+				t.Errorf("/metrics has no %s", name)
+			}
 		}
 	}
 }
