@@ -23,14 +23,14 @@ func mountPprof(mux *http.ServeMux) {
 }
 
 // registerScratchMetrics adds the CPU kernels' scratch arena to reg:
-// weft_cpu_scratch_bytes and weft_cpu_scratch_threads (kernels.Scratch).
+// weft_cpu_scratch_bytes and weft_cpu_scratch_sets (kernels.Scratch).
 func registerScratchMetrics(reg *prometheus.Registry) error {
 	for _, g := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "weft_cpu_scratch_bytes",
-			Help: "Bytes the CPU kernels' per-thread scratch buffers hold, over all threads."},
+			Help: "Bytes the CPU kernels' scratch buffers hold."},
 			func() float64 { b, _ := kernels.Scratch(); return float64(b) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "weft_cpu_scratch_threads",
-			Help: "OS threads that hold CPU kernel scratch buffers."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "weft_cpu_scratch_sets",
+			Help: "Sets of CPU kernel scratch buffers: the most matrix products that ran at once."},
 			func() float64 { _, n := kernels.Scratch(); return float64(n) }),
 	} {
 		if err := reg.Register(g); err != nil {

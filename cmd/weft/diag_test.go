@@ -62,7 +62,7 @@ func TestServePprof(t *testing.T) {
 		}
 		metrics, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, name := range []string{"weft_num_requests_running", "weft_cpu_scratch_bytes", "weft_cpu_scratch_threads"} {
+		for _, name := range []string{"weft_num_requests_running", "weft_cpu_scratch_bytes", "weft_cpu_scratch_sets"} {
 			if !strings.Contains(string(metrics), "\n"+name+" ") {
 				t.Errorf("/metrics has no %s", name)
 			}

@@ -333,7 +333,7 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "VmRSS: %d KiB after the warm-up, %d KiB after the traffic, peak %d KiB; %d KiB at %v (max of the 30 s before), %d KiB at the end (max of the last 30 s): %+.2f %% (%s); %d samples\n",
 		rssBefore, rssAfter, sampler.peakRSS(), memRef.rss, memRef.at, memEnd.rss, 100*growth, limit, sampler.count())
-	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); by minute of traffic, MiB of VmRSS/RssAnon/Go heap held/in use/kernel scratch and OS threads:with scratch: %s\n",
+	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); by minute of traffic, MiB of VmRSS/RssAnon/Go heap held/in use/kernel scratch, scratch sets:OS threads: %s\n",
 		memRef.heap, memRef.at, memEnd.heap, sampler.byMinute())
 	fmt.Fprintf(&b, "go_goroutines: %.0f at start, %d after the warm-up (baseline), peak %d in the traffic, %d after it\n",
 		cold, baseline, sampler.peakGoroutines, endGoroutines)
@@ -589,9 +589,10 @@ type memSample struct {
 	// from the OS (heap_sys - heap_released: in use, or idle and not yet
 	// returned).
 	anon, held int64
-	// scratch is the C kernels' scratch (weft_cpu_scratch_bytes, KiB);
-	// threads the OS threads (go_threads), sthreads those holding scratch.
-	scratch, threads, sthreads int64
+	// scratch is the C kernels' scratch (weft_cpu_scratch_bytes, KiB) in
+	// sets buffer sets (weft_cpu_scratch_sets); threads the OS threads
+	// (go_threads).
+	scratch, sets, threads int64
 }
 
 func newSampler(srv *soakServer, start time.Time) *sampler {
@@ -619,7 +620,7 @@ func (p *sampler) run(s *soak) {
 			x.heap = int64(m.get("go_memstats_heap_inuse_bytes")) / 1024
 			x.held = int64(m.get("go_memstats_heap_sys_bytes")-m.get("go_memstats_heap_released_bytes")) / 1024
 			x.scratch = int64(m.get("weft_cpu_scratch_bytes")) / 1024
-			x.threads, x.sthreads = int64(m.get("go_threads")), int64(m.get("weft_cpu_scratch_threads"))
+			x.threads, x.sets = int64(m.get("go_threads")), int64(m.get("weft_cpu_scratch_sets"))
 		}
 		p.mu.Lock()
 		p.samples = append(p.samples, x)
@@ -687,8 +688,8 @@ func (p *sampler) memWindows(dur time.Duration) (ref, end memSample) {
 
 // byMinute is the largest VmRSS, RssAnon, Go heap held from the OS, Go
 // heap in use and C kernels' scratch of each minute of the traffic, in
-// MiB, and its OS threads (those holding scratch after the colon):
-// "rss/anon/held/heap/scratch threads:sthreads" per minute.
+// MiB, its scratch sets and OS threads:
+// "rss/anon/held/heap/scratch sets:threads" per minute.
 func (p *sampler) byMinute() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -700,11 +701,11 @@ func (p *sampler) byMinute() string {
 		}
 		mins[i].rss, mins[i].heap = max(mins[i].rss, x.rss), max(mins[i].heap, x.heap)
 		mins[i].anon, mins[i].held = max(mins[i].anon, x.anon), max(mins[i].held, x.held)
-		mins[i].scratch, mins[i].threads, mins[i].sthreads = max(mins[i].scratch, x.scratch), max(mins[i].threads, x.threads), max(mins[i].sthreads, x.sthreads)
+		mins[i].scratch, mins[i].sets, mins[i].threads = max(mins[i].scratch, x.scratch), max(mins[i].sets, x.sets), max(mins[i].threads, x.threads)
 	}
 	parts := make([]string, len(mins))
 	for i, m := range mins {
-		parts[i] = fmt.Sprintf("%d/%d/%d/%d/%d %d:%d", m.rss/1024, m.anon/1024, m.held/1024, m.heap/1024, m.scratch/1024, m.threads, m.sthreads)
+		parts[i] = fmt.Sprintf("%d/%d/%d/%d/%d %d:%d", m.rss/1024, m.anon/1024, m.held/1024, m.heap/1024, m.scratch/1024, m.sets, m.threads)
 	}
 	return strings.Join(parts, " ")
 }

@@ -171,10 +171,10 @@ func streamSum(p []float32) float32 {
 	return float32(C.weft_stream_sum(C.int(max(activeISA-isaC, 0)), (*C.float)(&p[0]), C.long(len(p))))
 }
 
-// Scratch reports the C kernels' per-thread scratch arena: the bytes it
-// holds over all threads, and how many threads have held a buffer (each
-// keeps its own, sized by the largest product it ran, for the life of the
-// thread).
-func Scratch() (bytes int64, threads int) {
-	return int64(C.weft_scratch_bytes()), int(C.weft_scratch_threads())
+// Scratch reports the C kernels' scratch arena: the bytes it holds, and in
+// how many buffer sets (one per product running at once, at most the most
+// that ever ran together; each set is sized by the largest products it
+// served).
+func Scratch() (bytes int64, sets int) {
+	return int64(C.weft_scratch_bytes()), int(C.weft_scratch_sets())
 }
