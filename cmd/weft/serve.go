@@ -41,6 +41,7 @@ type serveConfig struct {
 	Model          string        // GGUF path; "" serves the built-in model
 	Addr           string        // gRPC listen address
 	MetricsAddr    string        // Prometheus /metrics address; "" disables
+	Pprof          bool          // Go's /debug/pprof/ profiles beside /metrics
 	HTTPAddr       string        // OpenAI-compatible HTTP API address; "" disables
 	ServedNames    []string      // model ids the HTTP API serves (empty: the model's name)
 	Backend        string        // auto, cpu or cuda
@@ -96,6 +97,9 @@ func (c *serveConfig) validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		return errors.New("--pprof serves on --metrics-addr, which is empty")
 	}
 	if c.AuthToken != "" && c.AuthTokenFile != "" {
 		return errors.New("--auth-token and --auth-token-file exclude each other")
@@ -175,6 +179,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 		return nil
 	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9090", "Prometheus /metrics `host:port` (empty: off)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's runtime profiles (heap, goroutines, CPU) at /debug/pprof/ on --metrics-addr; it is not authenticated, so keep that address private")
 	fs.StringVar(&c.Backend, "backend", "auto", "compute backend: auto, cpu or cuda")
 	fs.BoolVar(&c.BatchInvariant, "batch-invariant", false, batchInvariantUsage)
 	fs.StringVar(&c.Batching, "batching", scheduler.BatchingContinuous, "continuous or static")
@@ -292,6 +297,9 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 				return fmt.Errorf("registering GPU memory metrics: %w", err)
 			}
 		}
+	}
+	if err := registerScratchMetrics(reg); err != nil {
+		return err
 	}
 	backendInfo := b.Name()
 	if d.BackendWhy != "" {
@@ -429,6 +437,9 @@ func serve(ctx context.Context, c serveConfig, d serveDeps, lis, metricsLis net.
 	if metricsLis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", srv.MetricsHandler())
+		if c.Pprof {
+			mountPprof(mux)
+		}
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		bg.Go(func() { metricsSrv.Serve(metricsLis) }) // ends at metricsSrv.Close below
 		defer metricsSrv.Close()

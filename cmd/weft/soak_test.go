@@ -92,6 +92,7 @@ var (
 	soakFor     = flag.Duration("soak", 0, "TestSoak: `duration` of the traffic, with the long run's clients and figures (0: the short soak)")
 	soakClients = flag.Int("soak-clients", 16, "TestSoak: concurrent clients of a -soak run")
 	soakSeed    = flag.Uint64("soak-seed", 0, "TestSoak: the traffic's seed (0: from the clock)")
+	soakProfile = flag.String("soak-profiles", "", "TestSoak: serve with --pprof and write the server's heap profile to `DIR`/heap-MMm.pb.gz at each minute of the traffic and heap-end.pb.gz after it (compare two with go tool pprof -base)")
 )
 
 // Soak settings. The server's pool holds soakKVMemory of KV (102 blocks of
@@ -169,7 +170,12 @@ func TestSoak(t *testing.T) {
 	})
 	t.Logf("soak: %v of traffic, %d clients, seed %d (-soak-seed)", plan.traffic, plan.clients, seed)
 
-	srv := startSoakServer(t, bin, model, filepath.Join(dir, "serve.log"))
+	if *soakProfile != "" {
+		if err := os.MkdirAll(*soakProfile, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startSoakServer(t, bin, model, filepath.Join(dir, "serve.log"), *soakProfile != "")
 	defer srv.kill()
 	s := &soak{t: t, plan: plan, srv: srv, bin: bin, tally: newTally()}
 	s.dial()
@@ -239,6 +245,7 @@ func TestSoak(t *testing.T) {
 		case <-progress.C:
 			t.Logf("soak: %v: %d requests, %d violations, RSS %d KiB", time.Since(start).Round(time.Second),
 				s.tally.total(), s.tally.violationCount(), sampler.lastRSS())
+			s.heapProfile(fmt.Sprintf("heap-%02dm.pb.gz", int(time.Since(start).Round(time.Minute)/time.Minute)))
 		}
 	}
 	progress.Stop()
@@ -252,6 +259,7 @@ func TestSoak(t *testing.T) {
 	trafficEnd := time.Now()
 	close(sampler.stop)
 	<-samplerDone
+	s.heapProfile("heap-end.pb.gz")
 
 	// The server stayed up: its process runs and health says SERVING.
 	select {
@@ -325,7 +333,7 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "VmRSS: %d KiB after the warm-up, %d KiB after the traffic, peak %d KiB; %d KiB at %v (max of the 30 s before), %d KiB at the end (max of the last 30 s): %+.2f %% (%s); %d samples\n",
 		rssBefore, rssAfter, sampler.peakRSS(), memRef.rss, memRef.at, memEnd.rss, 100*growth, limit, sampler.count())
-	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); MiB of VmRSS/heap by minute of traffic: %s\n",
+	fmt.Fprintf(&b, "Go heap in use: %d KiB at %v, %d KiB at the end (the same windows); by minute of traffic, MiB of VmRSS/RssAnon/Go heap held/in use/kernel scratch, scratch sets:OS threads: %s\n",
 		memRef.heap, memRef.at, memEnd.heap, sampler.byMinute())
 	fmt.Fprintf(&b, "go_goroutines: %.0f at start, %d after the warm-up (baseline), peak %d in the traffic, %d after it\n",
 		cold, baseline, sampler.peakGoroutines, endGoroutines)
@@ -354,12 +362,16 @@ type soakServer struct {
 
 var addrLine = regexp.MustCompile(`msg=("[^"]*"|\S+) addr=(\S+)`)
 
-func startSoakServer(t *testing.T, bin, model, logPath string) *soakServer {
+func startSoakServer(t *testing.T, bin, model, logPath string, pprof bool) *soakServer {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--model", model, "--chat-template", "chatml", "--backend", "cpu",
+	args := []string{"serve", "--model", model, "--chat-template", "chatml", "--backend", "cpu",
 		"--kv-memory", soakKVMemory, "--max-seqs", soakMaxSeqs, "--max-waiting", soakMaxWaiting,
 		"--drain-timeout", soakDrainTimeout.String(),
-		"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+		"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}
+	if pprof {
+		args = append(args, "--pprof")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -457,16 +469,21 @@ func (s *soakServer) races() int {
 
 // vmRSS is the process's resident memory in KiB (/proc/PID/status).
 func vmRSS(pid int) (int64, error) {
+	return procStatus(pid, "VmRSS")
+}
+
+// procStatus reads one KiB figure of /proc/PID/status (VmRSS, RssAnon...).
+func procStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field+":" {
 			return strconv.ParseInt(f[1], 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // metricSet is one scrape of /metrics: series ("name{labels}") to value.
@@ -567,6 +584,15 @@ type memSample struct {
 	at   time.Duration // since the traffic's start
 	rss  int64         // VmRSS
 	heap int64         // go_memstats_heap_inuse_bytes (0: the scrape failed)
+	// The parts of rss (0: not read): anonymous memory (RssAnon: the Go
+	// heap and stacks, C allocations) and, of it, what the Go heap holds
+	// from the OS (heap_sys - heap_released: in use, or idle and not yet
+	// returned).
+	anon, held int64
+	// scratch is the C kernels' scratch (weft_cpu_scratch_bytes, KiB) in
+	// sets buffer sets (weft_cpu_scratch_sets); threads the OS threads
+	// (go_threads).
+	scratch, sets, threads int64
 }
 
 func newSampler(srv *soakServer, start time.Time) *sampler {
@@ -588,9 +614,13 @@ func (p *sampler) run(s *soak) {
 			continue
 		}
 		x := memSample{at: time.Since(p.start), rss: kib}
+		x.anon, _ = procStatus(p.srv.pid, "RssAnon")
 		m, err := scrape(p.srv.metric)
 		if err == nil {
 			x.heap = int64(m.get("go_memstats_heap_inuse_bytes")) / 1024
+			x.held = int64(m.get("go_memstats_heap_sys_bytes")-m.get("go_memstats_heap_released_bytes")) / 1024
+			x.scratch = int64(m.get("weft_cpu_scratch_bytes")) / 1024
+			x.threads, x.sets = int64(m.get("go_threads")), int64(m.get("weft_cpu_scratch_sets"))
 		}
 		p.mu.Lock()
 		p.samples = append(p.samples, x)
@@ -656,8 +686,10 @@ func (p *sampler) memWindows(dur time.Duration) (ref, end memSample) {
 	return ref, end
 }
 
-// byMinute is the largest VmRSS and heap in use of each minute of the
-// traffic, in MiB: "rss/heap" per minute.
+// byMinute is the largest VmRSS, RssAnon, Go heap held from the OS, Go
+// heap in use and C kernels' scratch of each minute of the traffic, in
+// MiB, its scratch sets and OS threads:
+// "rss/anon/held/heap/scratch sets:threads" per minute.
 func (p *sampler) byMinute() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -668,10 +700,12 @@ func (p *sampler) byMinute() string {
 			mins = append(mins, memSample{})
 		}
 		mins[i].rss, mins[i].heap = max(mins[i].rss, x.rss), max(mins[i].heap, x.heap)
+		mins[i].anon, mins[i].held = max(mins[i].anon, x.anon), max(mins[i].held, x.held)
+		mins[i].scratch, mins[i].sets, mins[i].threads = max(mins[i].scratch, x.scratch), max(mins[i].sets, x.sets), max(mins[i].threads, x.threads)
 	}
 	parts := make([]string, len(mins))
 	for i, m := range mins {
-		parts[i] = fmt.Sprintf("%d/%d", m.rss/1024, m.heap/1024)
+		parts[i] = fmt.Sprintf("%d/%d/%d/%d/%d %d:%d", m.rss/1024, m.anon/1024, m.held/1024, m.heap/1024, m.scratch/1024, m.sets, m.threads)
 	}
 	return strings.Join(parts, " ")
 }
@@ -976,4 +1010,30 @@ func (s *soak) prefixProbe(blockSize int) probeResult {
 		s.violate("prefix", "a %d-token prompt sent again took %d tokens from the prefix cache, want at least %d", res.prompt, res.cached, res.want)
 	}
 	return res
+}
+
+// heapProfile writes the server's heap profile (after a GC) to name in
+// -soak-profiles' directory; without the flag it does nothing. A failed
+// fetch is logged, not a violation: profiles are a diagnosis, not a check.
+func (s *soak) heapProfile(name string) {
+	if *soakProfile == "" {
+		return
+	}
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get("http://" + s.srv.metric + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		s.t.Logf("soak: heap profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s", resp.Status)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(*soakProfile, name), b, 0o644)
+	}
+	if err != nil {
+		s.t.Logf("soak: heap profile %s: %v", name, err)
+	}
 }

@@ -685,17 +685,48 @@ func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n
 // head) from which attention runs as two matrix products.
 const attnMatMulMin = 16
 
-// attendGroupMatMul is attendGroup for long chunks: the scores of all the
+// attnScoreFloats bounds one attendGroupMatMul product's score matrix (in
+// float32s, per attention worker): a chunk whose query rows times visible
+// positions exceed it runs in tiles of consecutive tokens, so the scratch
+// stays this size at any context length and chunk size.
+var attnScoreFloats = 1 << 20 // a variable so tests can force tiles
+
+// attendGroupMatMul is attendGroup for long chunks: the scores of the
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
 // (kernels.MatMul on the gathered F32 rows), with the causal (and sliding
 // window) mask applied between them. kk and vv hold the gathered K and V
 // rows of positions k0..n-1: those the chunk's first token sees and after.
+// The chunk's tokens go in tiles (attnScoreFloats); a tile's products span
+// only the positions its tokens see (the columns past its last token are
+// skipped, and with a sliding window those before its first token's window,
+// from a multiple of 64 so the columns keep their place in the kernels'
+// lanes).
 func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
+	group := b.m.HP.Heads / b.m.HP.KVHeads
+	T := len(sq.Tokens)
+	tile := T
+	if group*T*(n-k0) > attnScoreFloats {
+		tile = max(1, attnScoreFloats/(group*(n-k0)))
+	}
+	for j0 := 0; j0 < T; j0 += tile {
+		j1 := min(T, j0+tile)
+		c0 := (firstVisible(sq.Pos+j0, window) - k0) &^ 63
+		c1 := sq.Pos + j1 - k0
+		if err := b.attendTile(w, layer, sq, tok0, g, k0, j0, j1, c0, c1, window, kk, vv, q, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attendTile is attendGroupMatMul for the chunk's tokens j0..j1-1 over the
+// gathered positions k0+c0..k0+c1-1 (rows c0..c1-1 of kk and vv).
+func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, j0, j1, c0, c1, window int, kk, vv, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
-	T := len(sq.Tokens)
-	n -= k0 // columns: positions k0..
+	T := j1 - j0
+	n := c1 - c0
 	rows := group * T
 	w.qg = grow(w.qg, rows*hd)
 	w.sc = grow(w.sc, rows*n)
@@ -704,7 +735,7 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 	qg, sc, og, vt := w.qg[:rows*hd], w.sc[:rows*n], w.og[:rows*hd], w.vt[:hd*n]
 	// Query rows, ordered (head, token).
 	for r := range rows {
-		h, j := g*group+r/T, r%T
+		h, j := g*group+r/T, j0+r%T
 		src := q[(tok0+j)*b.qDim+h*hd : (tok0+j)*b.qDim+(h+1)*hd]
 		dst := qg[r*hd : (r+1)*hd]
 		if b.f16 {
@@ -715,18 +746,18 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 	}
 	for pp := range n {
 		for i := range hd {
-			vt[i*n+pp] = vv[pp*hd+i]
+			vt[i*n+pp] = vv[(c0+pp)*hd+i]
 		}
 	}
-	if err := kernels.MatMul(sc, f32Weight(kk, n, hd), qg, rows); err != nil {
+	if err := kernels.MatMul(sc, f32Weight(kk[c0*hd:], n, hd), qg, rows); err != nil {
 		return err
 	}
-	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos-k0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
+	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos+j0-k0-c0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
 	if err := kernels.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
 		return err
 	}
 	for r := range rows {
-		h, j := g*group+r/T, r%T
+		h, j := g*group+r/T, j0+r%T
 		copy(out[(tok0+j)*b.qDim+h*hd:(tok0+j)*b.qDim+(h+1)*hd], og[r*hd:(r+1)*hd])
 	}
 	return nil

@@ -12,6 +12,7 @@
 #endif
 
 #include "kernels.h"
+#include "scratch.h"
 
 // weft_fault: the status weft_inject_failure asked every weft_matmul to
 // return (WEFT_OK: none). The tests use it to reach every caller's error
@@ -213,10 +214,22 @@ void weft_prep(int kind, const float *x, int n, int K, void *out) {
 #endif
 }
 
+static int weft_matmul_in(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		const void *prep, int n, float *y, long ldy);
+
 int weft_matmul(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		const void *prep, int n, float *y, long ldy) {
 	int fault = __atomic_load_n(&weft_fault, __ATOMIC_RELAXED);
 	if (fault != WEFT_OK) return fault;
+	weft_scratch_begin();
+	int rc = weft_matmul_in(isa, type, w, rowBytes, K, r0, r1, x, prep, n, y, ldy);
+	weft_scratch_end();
+	return rc;
+}
+
+// weft_matmul_in is weft_matmul's product, with a scratch set held.
+static int weft_matmul_in(int isa, int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
+		const void *prep, int n, float *y, long ldy) {
 	int nsel = weft_nsel(&isa, n);
 #if WEFT_X86
 	if (weft_uses_lane(isa, type, K, nsel))

@@ -6,7 +6,7 @@
 // built only with cgo, see its go:build line; no .c file includes another):
 //   kernels.c      run-time dispatch (the weft_* and watt_* entry points Go
 //                  calls), the token-count thresholds
-//   scratch.c      the per-thread scratch arena (scratch.h), its only owner
+//   scratch.c      the scratch arena (scratch.h), its only owner
 //   kern_gen.c     portable kernels (the compiler's baseline vectors)
 //   kern_avx2.c    AVX2 + FMA + F16C kernels            (amd64 only)
 //   kern_avx512.c  AVX-512 F/BW/VL/DQ kernels           (amd64 only)

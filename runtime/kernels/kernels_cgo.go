@@ -5,6 +5,7 @@ package kernels
 /*
 #cgo CFLAGS: -O3 -std=gnu11
 #include "kernels.h"
+#include "scratch.h"
 */
 import "C"
 
@@ -168,4 +169,12 @@ func peakOps(kind int, iters int) float64 {
 // widest loads this CPU has.
 func streamSum(p []float32) float32 {
 	return float32(C.weft_stream_sum(C.int(max(activeISA-isaC, 0)), (*C.float)(&p[0]), C.long(len(p))))
+}
+
+// Scratch reports the C kernels' scratch arena: the bytes it holds, and in
+// how many buffer sets (one per product running at once, at most the most
+// that ever ran together; each set is sized by the largest products it
+// served).
+func Scratch() (bytes int64, sets int) {
+	return int64(C.weft_scratch_bytes()), int(C.weft_scratch_sets())
 }

@@ -37,3 +37,6 @@ func streamSum(p []float32) float32 {
 }
 
 func activationBlock(isaKind, quant.Weight, int) int { return 32 }
+
+// Scratch reports the C kernels' scratch arena; without cgo there is none.
+func Scratch() (bytes int64, sets int) { return 0, 0 }
