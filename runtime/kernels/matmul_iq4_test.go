@@ -104,19 +104,9 @@ func TestIQ4MatMulMatchesReference(t *testing.T) {
 				wantQ, boundQ := ref(xq)
 				for _, isa := range availableISAs() {
 					name := fmt.Sprintf("%v/%dx%d/n=%d/%v", c.typ, sh.rows, sh.cols, n, isa)
-					old := setISA(isa)
 					quantized := usesQuantizedActivations(isa, w, n)
 					blk := activationBlock(isa, w, n)
-					got := make([]float32, n*sh.rows+1)
-					got[len(got)-1] = 42 // guard
-					err := MatMul(got, w, x, n)
-					setISA(old)
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					if got[len(got)-1] != 42 {
-						t.Errorf("%s: wrote past n*Rows", name)
-					}
+					got := matMulOn(t, name, isa, w, x, n)
 					if quantized && blk != qblk {
 						t.Fatalf("%s: activations quantized per %d columns, llama.cpp (and the reference) per %d", name, blk, qblk)
 					}

@@ -164,19 +164,9 @@ func checkAllISAs(t *testing.T, w quant.Weight, x []float32, n int) {
 	}
 	for _, isa := range availableISAs() {
 		name := fmt.Sprintf("%v/%dx%d/n=%d/%v", w.Type, rows, cols, n, isa)
-		old := setISA(isa)
 		quantized := usesQuantizedActivations(isa, w, n)
 		qb := qbound[activationBlock(isa, w, n)]
-		got := make([]float32, n*rows+1)
-		got[len(got)-1] = 42 // guard
-		err := MatMul(got, w, x, n)
-		setISA(old)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if got[len(got)-1] != 42 {
-			t.Errorf("%s: wrote past n*Rows", name)
-		}
+		got := matMulOn(t, name, isa, w, x, n)
 		bad := 0
 		for i := range want {
 			tol := 1e-5*bound[i] + 1e-6
@@ -191,6 +181,25 @@ func checkAllISAs(t *testing.T, w quant.Weight, x []float32, n int) {
 			}
 		}
 	}
+}
+
+// matMulOn runs MatMul on kernel set isa into a fresh output with a guard
+// element past n*Rows, failing the test (as name) on an error or a write
+// past the output; it returns the n*Rows results.
+func matMulOn(t *testing.T, name string, isa isaKind, w quant.Weight, x []float32, n int) []float32 {
+	t.Helper()
+	old := setISA(isa)
+	got := make([]float32, n*w.Rows+1)
+	got[len(got)-1] = 42 // guard
+	err := MatMul(got, w, x, n)
+	setISA(old)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if got[len(got)-1] != 42 {
+		t.Errorf("%s: wrote past n*Rows", name)
+	}
+	return got[:n*w.Rows]
 }
 
 func TestMatMulConcurrentCallers(t *testing.T) {
