@@ -51,7 +51,7 @@
 //
 // # Failures
 //
-// A C kernel that fails (its thread's scratch cannot be allocated, or it
+// A C kernel that fails (its product's scratch cannot be allocated, or it
 // has no code for a shape) returns a status; MatMul and MatMuls return it
 // as an error wrapping ErrKernel (ErrKernelMemory) or quant.ErrType, from the
 // caller's goroutine and from the pool's workers alike, after every chunk
@@ -159,8 +159,9 @@
 // translation units share, and the token-count thresholds. kernels.c holds
 // the run-time dispatch (Go passes the ISA it picked at start-up from
 // golang.org/x/sys/cpu; ISA reports it) and the threshold rules. scratch.c
-// owns the per-thread scratch arena (scratch.h: weft_scratch), the only
-// mutable state the units share; no .c file includes another. kern_gen.c (portable: the compiler's
+// owns the scratch arena, a pool of buffer sets each product holds for its
+// length (scratch.h: weft_scratch), the only mutable state the units share;
+// no .c file includes another. kern_gen.c (portable: the compiler's
 // baseline, SSE2 on amd64, NEON on arm64), kern_avx2.c (AVX2+FMA+F16C) and
 // kern_avx512.c (AVX-512 F/BW/VL/DQ) each compile the same plain-C
 // fragments, body_matmul.h and body_attn.h (with body_exp.h and

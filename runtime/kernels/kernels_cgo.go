@@ -178,3 +178,17 @@ func streamSum(p []float32) float32 {
 func Scratch() (bytes int64, sets int) {
 	return int64(C.weft_scratch_bytes()), int(C.weft_scratch_sets())
 }
+
+// scratchHold takes a scratch set for the calling OS thread as a product
+// does, with a buffer of 1,024 floats in slot 0, and returns the set's pool
+// index (-1: a set of its own, the pool being all taken); scratchRelease
+// returns it. The caller must stay on its thread between the two
+// (runtime.LockOSThread). They let the arena's tests take sets on chosen
+// threads in a chosen order.
+func scratchHold() int {
+	C.weft_scratch_begin()
+	C.weft_scratch(0, 1024)
+	return int(C.weft_scratch_index())
+}
+
+func scratchRelease() { C.weft_scratch_end() }

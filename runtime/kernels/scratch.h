@@ -30,4 +30,8 @@ float *weft_scratch(int slot, long n);
 long weft_scratch_bytes(void);
 long weft_scratch_sets(void);
 
+// weft_scratch_index is the pool index of the calling thread's current
+// set: -1 for a set of its own (the pool all taken) or none held.
+int weft_scratch_index(void);
+
 #endif

@@ -76,3 +76,53 @@ func TestScratchSetsBoundedByConcurrency(t *testing.T) {
 		t.Errorf("%d scratch sets: more than the pool's 64", sets)
 	}
 }
+
+// TestScratchLowestFreeSet: a product takes the free pooled set of lowest
+// index, whichever set its thread held before, so the sets ever held stay
+// at most the products ever run at once. Three threads take sets in an
+// order where remembering each thread's last set would creep: A holds set
+// 0 while B and then C take one (each gets 1); then, A gone, B must take 0
+// (not its last set, 1) and C beside it 1 (not 2: at most two sets were
+// ever held at once, so a third is creep).
+func TestScratchLowestFreeSet(t *testing.T) {
+	type thread struct {
+		cmd chan bool // true: take a set, false: return it
+		idx chan int  // the index taken (or -2 after a return)
+	}
+	start := func() thread {
+		th := thread{make(chan bool), make(chan int)}
+		go func() {
+			goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			for take := range th.cmd {
+				if take {
+					th.idx <- scratchHold()
+				} else {
+					scratchRelease()
+					th.idx <- -2
+				}
+			}
+		}()
+		return th
+	}
+	a, b, c := start(), start(), start()
+	defer close(a.cmd)
+	defer close(b.cmd)
+	defer close(c.cmd)
+	step := func(name string, th thread, take bool, want int) {
+		t.Helper()
+		th.cmd <- take
+		if got := <-th.idx; take && got != want {
+			t.Fatalf("%s took set %d, want %d (the lowest free)", name, got, want)
+		}
+	}
+	step("A", a, true, 0)
+	step("B", b, true, 1)
+	step("B", b, false, 0)
+	step("C", c, true, 1)
+	step("C", c, false, 0)
+	step("A", a, false, 0)
+	step("B", b, true, 0)
+	step("C", c, true, 1)
+	step("C", c, false, 0)
+	step("B", b, false, 0)
+}
