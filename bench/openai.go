@@ -37,7 +37,9 @@ type OpenAIConfig struct {
 // usage's output tokens spread over them (for the tokens-over-time plot).
 // TTFT is the first event with text; ITL the gaps between such events.
 // Drafted and accepted tokens come from llama-server's "timings" extension
-// (draft_n, draft_n_accepted) when an event carries it.
+// (draft_n, draft_n_accepted) when an event carries it, else from the
+// usage's completion_tokens_details (weft: accepted_prediction_tokens and
+// rejected_prediction_tokens).
 func RunOpenAI(ctx context.Context, oc OpenAIConfig, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
@@ -116,6 +118,12 @@ type completionEvent struct {
 	Usage *struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
+		// Details carries weft's drafted tokens in OpenAI's Predicted
+		// Outputs fields: accepted and rejected.
+		Details *struct {
+			Accepted int `json:"accepted_prediction_tokens"`
+			Rejected int `json:"rejected_prediction_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
@@ -200,6 +208,9 @@ func (oc *OpenAIConfig) send(ctx context.Context, cfg *Config, s Spec, t0 time.T
 		if ev.Usage != nil {
 			gotUsage = true
 			r.PromptTokens, r.OutputTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens
+			if d := ev.Usage.Details; d != nil && d.Accepted+d.Rejected > 0 && r.DraftTokens == 0 {
+				r.DraftTokens, r.AcceptedDraftTokens = d.Accepted+d.Rejected, d.Accepted
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

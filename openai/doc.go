@@ -85,6 +85,12 @@
 // strict is accepted and changes nothing: the schema is enforced whenever
 // a call is. Without tools a reply is returned as the model wrote it.
 //
+// With speculative decoding (the scheduler's SpecConfig), the usage of
+// completions and chat completions counts each request's drafted tokens in
+// OpenAI's Predicted Outputs fields: completion_tokens_details.
+// accepted_prediction_tokens (drafts verification accepted, part of
+// completion_tokens) and rejected_prediction_tokens (the rest).
+//
 // Example:
 //
 //	h, err := openai.New(openai.Config{Scheduler: sched, Door: door, Tokenizer: m.Tok,

@@ -63,6 +63,18 @@ type fixture struct {
 // change the Door's config and the handler's.
 func newFixture(t *testing.T, gated bool, opts ...func(*frontdoor.Config, *Config)) *fixture {
 	t.Helper()
+	return newSpecFixture(t, gated, scheduler.SpecConfig{}, opts...)
+}
+
+// newSpecFixture is newFixture with speculative decoding as spec says; a
+// speculating fixture cannot be gated (the gate hides the engine's
+// draft verification from the scheduler).
+func newSpecFixture(t *testing.T, gated bool, spec scheduler.SpecConfig, opts ...func(*frontdoor.Config, *Config)) *fixture {
+	t.Helper()
+	speculating := spec.Source != "" && spec.Source != scheduler.SpecOff
+	if gated && speculating {
+		t.Fatal("a speculating fixture cannot be gated")
+	}
 	m, err := runtime.Load(shareddata.Path(t, "models/stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,17 +87,22 @@ func newFixture(t *testing.T, gated bool, opts ...func(*frontdoor.Config, *Confi
 	t.Cleanup(func() { b.Close() })
 	kv := b.KV()
 	ctxLen := min(m.HP.ContextLen, kv.NumBlocks*kv.BlockSize)
-	gm := &gatedModel{m: runtime.NewEngine(b, m.HP.VocabSize)}
+	eng := runtime.NewEngine(b, m.HP.VocabSize)
+	var model scheduler.Model = eng
 	f := &fixture{model: m.Name, finals: make(chan *scheduler.Final, 64), reg: prometheus.NewRegistry()}
-	if gated {
-		f.gate = make(chan struct{})
-		gm.gate = f.gate
+	if !speculating {
+		gm := &gatedModel{m: eng}
+		if gated {
+			f.gate = make(chan struct{})
+			gm.gate = f.gate
+		}
+		model = gm
 	}
 	sched, err := scheduler.New(scheduler.Config{
 		BlockSize: kv.BlockSize, NumBlocks: kv.NumBlocks, MaxSeqs: 8, MaxWaiting: 16, ContextLen: ctxLen,
 		NewDecoder: func() scheduler.TextDecoder { return m.Tok.NewStreamDecoder() },
-		IsEOG:      m.Tok.IsEOG, VocabSize: m.HP.VocabSize,
-	}, gm)
+		IsEOG:      m.Tok.IsEOG, VocabSize: m.HP.VocabSize, Spec: spec,
+	}, model)
 	if err != nil {
 		t.Fatal(err)
 	}

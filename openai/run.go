@@ -289,7 +289,9 @@ type jobUsage struct {
 // usageOf sums the choices' Finals. Each prompt counts once in
 // prompt_tokens and cached_tokens (its first choice's: what the prefix
 // cache held before the request), as OpenAI counts a prompt once however
-// many choices it has; completion tokens count every choice's.
+// many choices it has; completion tokens count every choice's. With tools
+// or speculative drafts it adds completion_tokens_details: reasoning
+// tokens, and the drafted tokens accepted and rejected.
 func usageOf(j *job, choices []*choice) jobUsage {
 	var u jobUsage
 	cached := 0
@@ -303,11 +305,18 @@ func usageOf(j *job, choices []*choice) jobUsage {
 		}
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	if j.tools != nil {
-		u.CompletionTokensDetails = &completionTokensDetails{}
-		for _, c := range choices {
-			u.CompletionTokensDetails.ReasoningTokens += c.reply.ReasoningTokens
+	var d completionTokensDetails
+	drafted := 0
+	for _, c := range choices {
+		if c.reply != nil {
+			d.ReasoningTokens += c.reply.ReasoningTokens
 		}
+		drafted += c.final.DraftTokens
+		d.AcceptedPredictionTokens += c.final.AcceptedTokens
+	}
+	d.RejectedPredictionTokens = drafted - d.AcceptedPredictionTokens
+	if j.tools != nil || drafted > 0 {
+		u.CompletionTokensDetails = &d
 	}
 	u.PromptTokensDetails = &promptTokensDetails{CachedTokens: cached}
 	return u

@@ -179,8 +179,13 @@ type promptTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// completionTokensDetails: reasoning tokens (a job with tools) and, with
+// speculative decoding, the drafted tokens in OpenAI's Predicted Outputs
+// fields: accepted drafts appear in the completion, rejected ones do not.
 type completionTokensDetails struct {
-	ReasoningTokens int `json:"reasoning_tokens"`
+	ReasoningTokens          int `json:"reasoning_tokens"`
+	AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
 }
 
 type usage struct {
