@@ -294,7 +294,8 @@ type jobUsage struct {
 // tokens, and the drafted tokens accepted and rejected.
 func usageOf(j *job, choices []*choice) jobUsage {
 	var u jobUsage
-	cached := 0
+	var d completionTokensDetails
+	cached, drafted := 0, 0
 	for _, c := range choices {
 		f := c.final
 		u.CompletionTokens += f.CompletionTokens
@@ -303,17 +304,13 @@ func usageOf(j *job, choices []*choice) jobUsage {
 			u.PromptTokens += f.PromptTokens
 			cached += f.CachedTokens
 		}
-	}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	var d completionTokensDetails
-	drafted := 0
-	for _, c := range choices {
 		if c.reply != nil {
 			d.ReasoningTokens += c.reply.ReasoningTokens
 		}
-		drafted += c.final.DraftTokens
-		d.AcceptedPredictionTokens += c.final.AcceptedTokens
+		drafted += f.DraftTokens
+		d.AcceptedPredictionTokens += f.AcceptedTokens
 	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	d.RejectedPredictionTokens = drafted - d.AcceptedPredictionTokens
 	if j.tools != nil || drafted > 0 {
 		u.CompletionTokensDetails = &d
