@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -57,7 +58,32 @@ type Backend struct {
 	hostLogits []float32
 	hostIDs    []int32
 
+	// CUDA graphs of decode steps, by shape; dropped whenever a buffer
+	// their kernels name is reallocated.
+	graphsOn bool
+	graphs   map[graphKey]graphExec
+	graphAge []graphKey // capture order, for eviction
+	gstats   GraphStats
+
+	// prof, while Profile runs, is called after each operation of a step.
+	prof func(op string) error
+
 	closed bool
+}
+
+// graphKey is what a captured step's launches depend on besides the
+// buffers: the tokens, sequences and logit rows (the index layout and the
+// grids) and attention's grid depth.
+type graphKey struct{ T, S, nout, nsplit int }
+
+// maxGraphs is how many step graphs a backend keeps; the oldest goes first.
+const maxGraphs = 128
+
+// Graphs reports how steps have run so far.
+func (b *Backend) Graphs() GraphStats {
+	var g GraphStats
+	b.dev.do(func() error { g = b.gstats; return nil })
+	return g
 }
 
 type devLayer struct {
@@ -90,6 +116,14 @@ func NewBackend(dev *Device, m *llama.Model, kv KVConfig) (*Backend, error) {
 		scale:      float32(1 / math.Sqrt(float64(hp.HeadDim))),
 	}
 	b.qkvdim = b.qdim + 2*b.kvdim
+	b.graphsOn = dev.graphsOK && !dev.cfg.NoGraphs
+	b.graphs = map[graphKey]graphExec{}
+	switch {
+	case dev.cfg.NoGraphs:
+		b.gstats.Off = "off by configuration"
+	case !dev.graphsOK:
+		b.gstats.Off = "the driver lacks the CUDA graph entry points"
+	}
 	err := dev.do(func() error {
 		if ok, why := dev.Healthy(); !ok {
 			return fmt.Errorf("%w: %s", ErrUnhealthy, why)
@@ -283,6 +317,9 @@ func (b *Backend) ensure(T, S, metaInts int) error {
 		if err := d.sync(); err != nil {
 			return err
 		}
+	}
+	if T > b.wsT || S > b.wsS || metaInts > b.metaCap {
+		b.dropGraphs() // their kernels name the buffers about to go
 	}
 	if T > b.wsT || S > b.wsS {
 		T, S = max(T, b.wsT), max(S, b.wsS)
@@ -519,14 +556,71 @@ func (b *Backend) step(seqs []batch.SeqStep, want func(int) bool) (stepPlan, err
 	if err := b.dev.upload(b.meta, unsafe.Pointer(&b.hostMeta[0]), 4*len(b.hostMeta)); err != nil {
 		return p, err
 	}
+	if err := b.profile("upload"); err != nil {
+		return p, err
+	}
 	if err := b.run(p); err != nil {
 		return p, err
 	}
 	return p, nil
 }
 
-// run launches the model over the uploaded step (device thread).
+// run launches the model over the uploaded step (device thread). A decode
+// step (one token and one logits row per sequence) is replayed from the
+// CUDA graph of its shape, captured the first time that shape comes: one
+// launch instead of one per kernel. The graph reads the step's tokens,
+// positions and block tables from the index buffer just uploaded, so a
+// replay computes exactly what launching its kernels would.
 func (b *Backend) run(p stepPlan) error {
+	nsplit := attnSplit(p.maxLen)
+	if b.prof != nil {
+		return b.launchStep(p, nsplit)
+	}
+	if !b.graphsOn || p.T != p.S || p.nout != p.T {
+		b.gstats.Eager++
+		return b.launchStep(p, nsplit)
+	}
+	key := graphKey{T: p.T, S: p.S, nout: p.nout, nsplit: nsplit}
+	if g, ok := b.graphs[key]; ok {
+		b.gstats.Replays++
+		return b.dev.replay(g)
+	}
+	if len(b.graphs) >= maxGraphs {
+		b.dev.dropGraph(b.graphs[b.graphAge[0]])
+		delete(b.graphs, b.graphAge[0])
+		b.graphAge = b.graphAge[1:]
+	}
+	g, err := b.dev.capture(func() error { return b.launchStep(p, nsplit) })
+	if err != nil {
+		if ok, _ := b.dev.Healthy(); !ok {
+			return err
+		}
+		// Capture is not to be had here (an old driver, a cuBLAS that will
+		// not be captured): launch eagerly from now on.
+		b.graphsOn = false
+		b.gstats.Off = "capture failed: " + err.Error()
+		b.dropGraphs()
+		b.gstats.Eager++
+		return b.launchStep(p, nsplit)
+	}
+	b.graphs[key] = g
+	b.graphAge = append(b.graphAge, key)
+	b.gstats.Captures++
+	return b.dev.replay(g)
+}
+
+// dropGraphs frees every captured graph (device thread).
+func (b *Backend) dropGraphs() {
+	for _, g := range b.graphs {
+		b.dev.dropGraph(g)
+	}
+	clear(b.graphs)
+	b.graphAge = b.graphAge[:0]
+}
+
+// launchStep queues the step's kernels and GEMMs on the stream (device
+// thread).
+func (b *Backend) launchStep(p stepPlan, nsplit int) error {
 	d, hp := b.dev, b.hp
 	T := p.T
 	i32 := func(off int) uint64 { return b.meta + uint64(4*off) }
@@ -536,10 +630,12 @@ func (b *Backend) run(p stepPlan) error {
 	if hp.RopeNeox {
 		neox = 1
 	}
-	nsplit := attnSplit(T, hp.Heads, p.maxLen, d.sms)
 	row, att := dim3{T, 1, 1}, dim3{256, 1, 1}
 
 	if err := d.launch("embed", row, att, b.ws.x, b.embd, b.embdType, b.embdRowBytes, tokP, hp.Dim); err != nil {
+		return err
+	}
+	if err := b.profile("embed"); err != nil {
 		return err
 	}
 	for li, l := range b.layers {
@@ -556,7 +652,9 @@ func (b *Backend) run(p stepPlan) error {
 				return d.launch("add_bias", row, att, b.ws.qkv, l.bqkv, b.qkvdim, b.qkvdim)
 			},
 			func() error {
-				return d.launch("rope", row, dim3{128, 1, 1}, b.ws.qkv, b.qkvdim, posP, hp.Heads, hp.KVHeads, hp.HeadDim, neox, b.thetaScale, b.ropeFF)
+				w := (hp.HeadDim/2 + 31) / 32 * 32 // threads per head: one per pair
+				hb := max(1, 256/w)                // heads per block
+				return d.launch("rope", dim3{T, (hp.Heads + hp.KVHeads + hb - 1) / hb, 1}, dim3{w, hb, 1}, b.ws.qkv, b.qkvdim, posP, hp.Heads, hp.KVHeads, hp.HeadDim, neox, b.thetaScale, b.ropeFF)
 			},
 			func() error {
 				return d.launch("kv_write", row, att, kc, vc, b.ws.qkv, b.qkvdim, b.qdim, b.qdim+b.kvdim, slotP, b.kvdim)
@@ -569,19 +667,24 @@ func (b *Backend) run(p stepPlan) error {
 				if nsplit == 1 {
 					return nil
 				}
-				return d.launch("attention_reduce", dim3{T, hp.Heads, 1}, dim3{128, 1, 1}, b.ws.att, b.ws.part, hp.Heads, hp.HeadDim, nsplit)
+				return d.launch("attention_reduce", dim3{T, hp.Heads, 1}, dim3{128, 1, 1}, b.ws.att, b.ws.part, posP, hp.Heads, hp.HeadDim, nsplit)
 			},
 			func() error { return d.gemm(b.ws.x, l.wo, b.ws.att, T, hp.Dim, b.qdim, true) },
 			func() error {
 				return d.launch("rmsnorm_f16", row, att, b.ws.xn, b.ws.x, l.ffnNorm, uint64(0), hp.Dim, eps)
 			},
 			func() error { return d.gemm(b.ws.gu, l.wgu, b.ws.xn, T, 2*hp.FFN, hp.Dim, false) },
-			func() error { return d.launch("swiglu", row, att, b.ws.hff, b.ws.gu, hp.FFN) },
+			func() error {
+				return d.launch("swiglu", dim3{(hp.FFN + 255) / 256, T, 1}, att, b.ws.hff, b.ws.gu, hp.FFN)
+			},
 			func() error { return d.gemm(b.ws.x, l.wdown, b.ws.hff, T, hp.Dim, hp.FFN, true) },
 		}
-		for _, s := range steps {
+		for i, s := range steps {
 			if err := s(); err != nil {
 				return fmt.Errorf("cuda: layer %d: %w", li, err)
+			}
+			if err := b.profile(layerOps[i]); err != nil {
+				return err
 			}
 		}
 	}
@@ -591,12 +694,73 @@ func (b *Backend) run(p stepPlan) error {
 	if err := d.launch("rmsnorm_f16", dim3{p.nout, 1, 1}, att, b.ws.xo, b.ws.x, b.outNorm, outP, hp.Dim, eps); err != nil {
 		return err
 	}
-	return d.gemm(b.ws.logits, b.output, b.ws.xo, p.nout, hp.VocabSize, hp.Dim, false)
+	if err := b.profile("output norm"); err != nil {
+		return err
+	}
+	if err := d.gemm(b.ws.logits, b.output, b.ws.xo, p.nout, hp.VocabSize, hp.Dim, false); err != nil {
+		return err
+	}
+	return b.profile("gemm output")
+}
+
+// layerOps names launchStep's per-layer operations, in order.
+var layerOps = []string{"attn norm", "gemm qkv", "add_bias", "rope", "kv_write", "attention", "attention_reduce", "gemm wo", "ffn norm", "gemm gate|up", "swiglu", "gemm down"}
+
+func (b *Backend) profile(op string) error {
+	if b.prof == nil {
+		return nil
+	}
+	return b.prof(op)
+}
+
+// Profile runs one step operation by operation, waiting for each to finish,
+// and returns the wall time of each kind of operation summed over the
+// layers, plus "sync" (what one wait on an idle stream costs, which every
+// entry includes once per launch) and the step's "total". It is a
+// diagnostic for cuda/cmd/gpucheck: the waits make the step slower than
+// Forward. seqs[i].Logits says which rows want logits.
+func (b *Backend) Profile(ctx context.Context, seqs []batch.SeqStep) (map[string]time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{}
+	err := b.dev.do(func() error {
+		if err := b.dev.sync(); err != nil {
+			return err
+		}
+		const n = 20
+		t := time.Now()
+		for range n {
+			if err := b.dev.sync(); err != nil {
+				return err
+			}
+		}
+		out["sync"] = time.Since(t) / n
+		start := time.Now()
+		t = start
+		b.prof = func(op string) error {
+			if err := b.dev.sync(); err != nil {
+				return err
+			}
+			now := time.Now()
+			out[op] += now.Sub(t)
+			t = now
+			return nil
+		}
+		defer func() { b.prof = nil }()
+		if _, err := b.step(seqs, func(i int) bool { return seqs[i].Logits }); err != nil {
+			return err
+		}
+		out["total"] = time.Since(start)
+		return nil
+	})
+	return out, err
 }
 
 // release frees every device buffer (device thread).
 func (b *Backend) release() {
 	b.dev.sync()
+	b.dropGraphs()
 	for _, p := range b.allocs {
 		b.dev.free(p)
 	}

@@ -12,12 +12,17 @@ import (
 	"github.com/weft-inference/weft/runtime/gguf"
 )
 
-func openFake(t *testing.T) *Device {
+func openFake(t *testing.T) *Device { return openFakeWith(t, Config{}) }
+
+// openFakeWith opens the fake driver with cfg's options (LibDir is set
+// here); extra are -D flags for the fake driver.
+func openFakeWith(t *testing.T, cfg Config, extra ...string) *Device {
 	t.Helper()
 	dir := t.TempDir()
-	buildFake(t, dir, "libcuda.so.1", fakeDriverSrc, driverSymbols(), "-DINIT_RESULT=0", "-DCOUNT=1")
+	buildFake(t, dir, "libcuda.so.1", fakeDriverSrc, driverSymbols(), append([]string{"-DINIT_RESULT=0", "-DCOUNT=1"}, extra...)...)
 	buildFake(t, dir, "libcublas.so.13", fakeBLASSrc, blasSymbols())
-	d, err := Open(Config{LibDir: dir, NoDefaultSearch: true})
+	cfg.LibDir, cfg.NoDefaultSearch = dir, true
+	d, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +138,86 @@ func TestPlanStepPacking(t *testing.T) {
 			t.Fatalf("meta = %v, want %v", m, want)
 		}
 	}
+}
+
+// TestGraphsFakeDriver follows the CUDA graph cache on the fake driver:
+// decode steps are captured once per shape and replayed after, steps with
+// prompt chunks launch eagerly, a workspace reallocation drops every graph,
+// a failed capture turns graphs off and the step still runs, and
+// Config.NoGraphs keeps them off.
+func TestGraphsFakeDriver(t *testing.T) {
+	ctx := context.Background()
+	decode := func(b *Backend, pos ...int) {
+		t.Helper()
+		seqs := make([]batch.SeqStep, len(pos))
+		logits := make([][]float32, len(pos))
+		for i, p := range pos {
+			blocks := make([]int32, p/16+1)
+			for j := range blocks {
+				blocks[j] = int32(i*20 + j)
+			}
+			seqs[i] = batch.SeqStep{Seq: uint64(i), Tokens: []int32{int32(3 + i)}, Pos: p, Blocks: blocks}
+			logits[i] = make([]float32, 96)
+		}
+		if err := b.Forward(ctx, seqs, logits); err != nil {
+			t.Fatalf("decode at %v: %v", pos, err)
+		}
+	}
+	newB := func(d *Device) *Backend {
+		m := tinyModelNoT(gguf.TypeF16)
+		m.HP.ContextLen = 1024
+		b, err := NewBackend(d, m, KVConfig{BlockSize: 16, NumBlocks: 128, MaxBatchTokens: 16, MaxSeqs: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	want := func(b *Backend, w GraphStats) {
+		t.Helper()
+		if g := b.Graphs(); g != w {
+			t.Fatalf("graph stats %+v, want %+v", g, w)
+		}
+	}
+
+	b := newB(openFake(t))
+	prompt := []batch.SeqStep{{Seq: 0, Tokens: []int32{1, 2, 3, 4, 5}, Blocks: []int32{0}}}
+	if err := b.Forward(ctx, prompt, [][]float32{make([]float32, 96)}); err != nil {
+		t.Fatal(err)
+	}
+	want(b, GraphStats{Eager: 1})
+	decode(b, 5, 9)
+	decode(b, 6, 10)
+	want(b, GraphStats{Eager: 1, Captures: 1, Replays: 1})
+	decode(b, 7, 11, 3) // three sequences: a new shape
+	decode(b, 127, 12)  // 128 keys: still one piece, the same graph
+	decode(b, 128, 13)  // 129 keys: attention's grid is two deep
+	decode(b, 8, 13)
+	want(b, GraphStats{Eager: 1, Captures: 3, Replays: 3})
+	// A step of 17 tokens grows the workspace: the graphs name the old one.
+	big := []batch.SeqStep{{Seq: 0, Tokens: make([]int32, 17), Blocks: []int32{0, 1}}}
+	if err := b.Forward(ctx, big, [][]float32{make([]float32, 96)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.graphs) != 0 {
+		t.Errorf("%d graphs kept after the workspace grew", len(b.graphs))
+	}
+	decode(b, 9, 14)
+	want(b, GraphStats{Eager: 2, Captures: 4, Replays: 3})
+
+	// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED from cuStreamEndCapture.
+	b = newB(openFakeWith(t, Config{}, "-DEND_CAPTURE_RESULT=901"))
+	decode(b, 5, 9)
+	decode(b, 6, 10)
+	g := b.Graphs()
+	if g.Captures != 0 || g.Eager != 2 || !strings.Contains(g.Off, "capture failed") {
+		t.Errorf("after a failed capture: %+v", g)
+	}
+	if ok, why := b.Healthy(); !ok {
+		t.Errorf("a failed capture made the device unhealthy: %s", why)
+	}
+
+	b = newB(openFakeWith(t, Config{NoGraphs: true}))
+	decode(b, 5, 9)
+	want(b, GraphStats{Eager: 1, Off: "off by configuration"})
 }

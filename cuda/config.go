@@ -16,6 +16,9 @@ type Config struct {
 	LibDir string
 	// NoDefaultSearch searches LibDir only, not the loader path (tests).
 	NoDefaultSearch bool
+	// NoGraphs launches every decode step's kernels one by one instead of
+	// replaying the step from a CUDA graph (for comparison and debugging).
+	NoGraphs bool
 }
 
 func (c *Config) validate() error {
@@ -65,4 +68,12 @@ func (c *KVConfig) validate() error {
 		return fmt.Errorf("cuda: gpu memory utilization %g is not in [0, 1]", c.Utilization)
 	}
 	return nil
+}
+
+// GraphStats counts the backend's CUDA graph use.
+type GraphStats struct {
+	Captures int    // steps captured into a new graph
+	Replays  int    // steps run by replaying a graph
+	Eager    int    // steps launched kernel by kernel
+	Off      string // why graphs are off ("" while they are on)
 }

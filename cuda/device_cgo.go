@@ -36,7 +36,7 @@ const (
 )
 
 // kernelNames are the fatbin's entry points (cuda/kernels).
-var kernelNames = []string{"dequant_f16", "embed", "rmsnorm_f16", "add_bias", "rope", "kv_write", "swiglu", "add", "attention", "attention_reduce", "argmax_logprob"}
+var kernelNames = []string{"dequant_f16", "embed", "rmsnorm_f16", "add_bias", "rope", "kv_write", "swiglu", "add", "attention", "attention_reduce", "argmax_logprob", "gemv_f16"}
 
 // Device is one opened GPU: the driver and cuBLAS tables, the primary
 // context, one stream, the loaded kernels and a cuBLAS handle. Every CUDA
@@ -55,6 +55,8 @@ type Device struct {
 	handle   C.cublasHandle_t
 	fn       map[string]C.CUfunction
 	ctxHeld  bool
+	graphsOK bool   // the driver has the CUDA graph entry points
+	blasWS   uint64 // cuBLAS's workspace (0: cuBLAS's own)
 	name     string
 	ccMajor  int
 	ccMinor  int
@@ -237,6 +239,17 @@ func (d *Device) init() error {
 	if err := d.checkBLAS("cublasSetStream", C.weft_cublasSetStream(d.blas, d.handle, d.stream)); err != nil {
 		return err
 	}
+	// A workspace of our own (after SetStream, which resets it), so that
+	// capturing a step into a CUDA graph never makes cuBLAS allocate one;
+	// without cublasSetWorkspace cuBLAS keeps its default.
+	d.graphsOK = C.weft_graphs_ok(d.drv) != 0
+	if ws, err := d.alloc(blasWorkspace); err == nil {
+		if C.weft_cublasSetWorkspace(d.blas, d.handle, C.CUdeviceptr(ws), blasWorkspace) == 0 {
+			d.blasWS = ws
+		} else {
+			d.free(ws)
+		}
+	}
 	var bv C.int
 	if err := d.checkBLAS("cublasGetVersion", C.weft_cublasGetVersion(d.blas, d.handle, &bv)); err != nil {
 		return err
@@ -258,6 +271,8 @@ func (d *Device) teardown() error {
 		C.weft_cublasDestroy(d.blas, d.handle)
 		d.handle = nil
 	}
+	d.free(d.blasWS)
+	d.blasWS = 0
 	if d.module != nil {
 		C.weft_cuModuleUnload(d.drv, d.module)
 		d.module = nil
@@ -401,6 +416,57 @@ func (d *Device) sync() error {
 	return d.check("cuStreamSynchronize", C.weft_cuStreamSynchronize(d.drv, d.stream))
 }
 
+// gemvMaxT and gemvWarps are gemv.cuh's GEMV_MAX_T and GEMV_WARPS.
+const (
+	gemvMaxT  = 8
+	gemvWarps = 8
+)
+
+// blasWorkspace is the size of cuBLAS's workspace (NVIDIA's recommendation
+// for Hopper; enough for every GPU before it).
+const blasWorkspace = 32 << 20
+
+// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED: cuBLAS may query the
+// device while a step is captured.
+const captureRelaxed = 2
+
+// graphExec is an instantiated CUDA graph.
+type graphExec = C.CUgraphExec
+
+// capture records what f queues on the stream into a CUDA graph and
+// instantiates it; nothing runs. On failure the stream is out of capture
+// mode again and the error says which call failed (device thread).
+func (d *Device) capture(f func() error) (graphExec, error) {
+	if err := d.check("cuStreamBeginCapture", C.weft_cuStreamBeginCapture(d.drv, d.stream, captureRelaxed)); err != nil {
+		return nil, err
+	}
+	ferr := f()
+	var g C.CUgraph
+	eerr := d.check("cuStreamEndCapture", C.weft_cuStreamEndCapture(d.drv, d.stream, &g))
+	if ferr != nil || eerr != nil {
+		if g != nil {
+			C.weft_cuGraphDestroy(d.drv, g)
+		}
+		return nil, errors.Join(ferr, eerr)
+	}
+	var e C.CUgraphExec
+	err := d.check("cuGraphInstantiate", C.weft_cuGraphInstantiate(d.drv, &e, g))
+	C.weft_cuGraphDestroy(d.drv, g)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// replay queues an instantiated graph on the stream (device thread).
+func (d *Device) replay(e graphExec) error {
+	return d.check("cuGraphLaunch", C.weft_cuGraphLaunch(d.drv, e, d.stream))
+}
+
+// dropGraph frees an instantiated graph; one still running is freed when
+// it completes (device thread).
+func (d *Device) dropGraph(e graphExec) { C.weft_cuGraphExecDestroy(d.drv, e) }
+
 // dim3 is a launch grid or block shape.
 type dim3 struct{ x, y, z int }
 
@@ -442,11 +508,23 @@ func (d *Device) launch(name string, grid, block dim3, args ...any) error {
 // gemm computes Y[T, out] = X[T, in] · W[out, in]^T (+ Y when accumulate),
 // row-major, W and X F16, Y F32, in FP32 on tensor cores. In cuBLAS's
 // column-major terms: Y^T = W^T(op T, lda in) · X^T(op N, ldb in).
+//
+// Up to gemvMaxT tokens it is weft's gemv_f16 kernel, which streams W once
+// near the memory bandwidth where cuBLAS's kernels, made for larger
+// products, use a fraction of it; the sums are in FP32 either way, in a
+// different order.
 func (d *Device) gemm(y, w, x uint64, T, out, in int, accumulate bool) error {
 	const opN, opT = 0, 1
 	beta := float32(0)
 	if accumulate {
 		beta = 1
+	}
+	if T >= 1 && T <= gemvMaxT && in%8 == 0 {
+		acc := 0
+		if accumulate {
+			acc = 1
+		}
+		return d.launch("gemv_f16", dim3{(out + gemvWarps - 1) / gemvWarps, 1, 1}, dim3{32 * gemvWarps, 1, 1}, y, w, x, T, out, in, acc)
 	}
 	s := C.weft_gemm(d.blas, d.handle, opT, opN, C.int(out), C.int(T), C.int(in), 1,
 		C.CUdeviceptr(w), dtF16, C.int(in), C.CUdeviceptr(x), dtF16, C.int(in), C.float(beta), C.CUdeviceptr(y), dtF32, C.int(out))
@@ -455,8 +533,8 @@ func (d *Device) gemm(y, w, x uint64, T, out, in int, accumulate bool) error {
 
 // driverSymbols and blasSymbols list what the shim resolves (for tests that
 // build fake libraries).
-func driverSymbols() []string { return symbols(0) }
-func blasSymbols() []string   { return symbols(1) }
+func driverSymbols() []string { return append(symbols(0), symbols(2)...) }
+func blasSymbols() []string   { return append(symbols(1), symbols(3)...) }
 
 func symbols(lib int) []string {
 	var out []string

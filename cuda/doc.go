@@ -51,11 +51,14 @@
 // block tables into one int32 upload; then embed; per layer rmsnorm_f16 →
 // GEMM qkv → add_bias (qwen2) → rope (llama3 factors / NEOX as the model
 // says) → kv_write into the paged blocks → attention (causal, GQA, online
-// softmax over tiles of the sequence's paged KV; split over the KV length
-// for small batches, merged by attention_reduce) → GEMM Wo with beta=1 (the
-// residual add) → rmsnorm_f16 → GEMM gate|up → swiglu → GEMM down with beta=1.
-// Last: rmsnorm of each wanted sequence's last token and the output GEMM.
-// GEMMs are cublasGemmEx, F16 inputs, FP32 output and CUBLAS_COMPUTE_32F
+// softmax over tiles of the sequence's paged KV; a token's keys cut into up
+// to 16 pieces of at least 128 keys, by its own length only, and merged by
+// attention_reduce, so attention is batch-invariant) → GEMM Wo with beta=1
+// (the residual add) → rmsnorm_f16 → GEMM gate|up → swiglu → GEMM down with
+// beta=1. Last: rmsnorm of each wanted sequence's last token and the output
+// GEMM. A step of up to 8 tokens does its GEMMs with weft's gemv_f16 kernel
+// (each warp streams one weight row once for every token); larger steps use
+// cublasGemmEx, F16 inputs, FP32 output and CUBLAS_COMPUTE_32F
 // (tensor cores). The arithmetic follows the CPU backend (runtime/cpu):
 // F16-rounded activations into F16 GEMMs, F16 KV with F16-rounded q, ggml's
 // RoPE angles, so F16 models should give the same greedy tokens.
@@ -64,7 +67,23 @@
 // sequences with SeqStep.Logits and runtime.Engine samples them on the host.
 // ForwardGreedy, for device checks and benchmarks, runs argmax_logprob on
 // the device (argmax, lowest id on ties, and its log-probability) and copies
-// back only ids and logprobs. CUDA graphs are not used.
+// back only ids and logprobs.
+//
+// # CUDA graphs
+//
+// A decode step (one token and one logits row per sequence) is captured
+// into a CUDA graph the first time its shape comes (tokens, sequences,
+// logit rows, attention's grid depth) and replayed after that: one launch
+// instead of about ten per layer. The graph reads the step's tokens,
+// positions and block tables from the index buffer uploaded just before it,
+// so a replay computes the same bits as launching the kernels (gpucheck
+// checks it). Graphs are dropped when a buffer they name is reallocated; at
+// most 128 are kept, the oldest going first. A failed capture turns graphs
+// off for the backend and the step runs eagerly; Config.NoGraphs (serve's
+// --cuda-eager) keeps them off. cuBLAS gets a 32 MiB workspace of its own
+// so that capturing never makes it allocate one. Steps with prompt chunks
+// launch their kernels one by one. Backend.Graphs counts captures, replays
+// and eager steps.
 //
 // # Dependencies
 //

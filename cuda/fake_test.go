@@ -31,6 +31,11 @@ int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = next; next += (n + 255
 int cuLaunchKernel(void) { launches++; return 0; }
 int cuGetErrorName(int r, const char **s) { *s = r == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_FAKE"; return 0; }
 int weft_fake_launches(void) { return launches; }
+#ifndef END_CAPTURE_RESULT
+#define END_CAPTURE_RESULT 0
+#endif
+int cuStreamEndCapture(void *s, void **g) { *g = (void *)0x1; return END_CAPTURE_RESULT; }
+int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { *e = (void *)0x2; return 0; }
 `
 
 const fakeBLASSrc = `

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/llama"
@@ -88,3 +89,11 @@ func (b *Backend) ForwardGreedy(ctx context.Context, seqs []batch.SeqStep) ([]sa
 
 // Close does nothing.
 func (b *Backend) Close() error { return nil }
+
+// Graphs reports that no step has run.
+func (b *Backend) Graphs() GraphStats { return GraphStats{Off: "built without cgo"} }
+
+// Profile fails: there is no GPU path in this build.
+func (b *Backend) Profile(ctx context.Context, seqs []batch.SeqStep) (map[string]time.Duration, error) {
+	return nil, ErrNoDriver
+}

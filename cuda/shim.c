@@ -12,9 +12,13 @@
 #define WEFT_SYM_NAME(name, sym, args) sym,
 static const char *const drv_symbols[] = {WEFT_DRIVER_FUNCS(WEFT_SYM_NAME) NULL};
 static const char *const blas_symbols[] = {WEFT_BLAS_FUNCS(WEFT_SYM_NAME) NULL};
+static const char *const drv_opt_symbols[] = {WEFT_DRIVER_OPT_FUNCS(WEFT_SYM_NAME) NULL};
+static const char *const blas_opt_symbols[] = {WEFT_BLAS_OPT_FUNCS(WEFT_SYM_NAME) NULL};
 
 const char *weft_symbol(int lib, int i) {
-	const char *const *t = lib == 0 ? drv_symbols : blas_symbols;
+	const char *const *tables[] = {drv_symbols, blas_symbols, drv_opt_symbols, blas_opt_symbols};
+	if (lib < 0 || lib > 3) return NULL;
+	const char *const *t = tables[lib];
 	for (int j = 0; j < i; j++)
 		if (t[j] == NULL) return NULL;
 	return t[i];
@@ -29,6 +33,9 @@ const char *weft_symbol(int lib, int i) {
 		return NULL;                                                                     \
 	}
 
+// WEFT_RESOLVE_OPT leaves a missing optional symbol NULL.
+#define WEFT_RESOLVE_OPT(name, sym, args) *(void **)(&x->name) = dlsym(lib, sym);
+
 weft_drv *weft_drv_open(const char *path, char *err, int errlen) {
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (lib == NULL) {
@@ -39,6 +46,7 @@ weft_drv *weft_drv_open(const char *path, char *err, int errlen) {
 	weft_drv *x = calloc(1, sizeof *x);
 	x->lib = lib;
 	WEFT_DRIVER_FUNCS(WEFT_RESOLVE)
+	WEFT_DRIVER_OPT_FUNCS(WEFT_RESOLVE_OPT)
 	return x;
 }
 
@@ -52,6 +60,7 @@ weft_blas *weft_blas_open(const char *path, char *err, int errlen) {
 	weft_blas *x = calloc(1, sizeof *x);
 	x->lib = lib;
 	WEFT_BLAS_FUNCS(WEFT_RESOLVE)
+	WEFT_BLAS_OPT_FUNCS(WEFT_RESOLVE_OPT)
 	return x;
 }
 
@@ -97,6 +106,29 @@ CUresult weft_launch(weft_drv *d, CUfunction f, unsigned gx, unsigned gy, unsign
 	return d->LaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL);
 }
 
+int weft_graphs_ok(weft_drv *d) {
+	return d->StreamBeginCapture != NULL && d->StreamEndCapture != NULL && d->GraphInstantiate != NULL &&
+	       d->GraphLaunch != NULL && d->GraphExecDestroy != NULL && d->GraphDestroy != NULL;
+}
+
+#define CUDA_ERROR_NOT_SUPPORTED 801
+CUresult weft_cuStreamBeginCapture(weft_drv *d, CUstream s, int mode) {
+	return d->StreamBeginCapture ? d->StreamBeginCapture(s, mode) : CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult weft_cuStreamEndCapture(weft_drv *d, CUstream s, CUgraph *g) {
+	return d->StreamEndCapture ? d->StreamEndCapture(s, g) : CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult weft_cuGraphInstantiate(weft_drv *d, CUgraphExec *e, CUgraph g) {
+	return d->GraphInstantiate ? d->GraphInstantiate(e, g, 0) : CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult weft_cuGraphLaunch(weft_drv *d, CUgraphExec e, CUstream s) {
+	return d->GraphLaunch ? d->GraphLaunch(e, s) : CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult weft_cuGraphExecDestroy(weft_drv *d, CUgraphExec e) {
+	return d->GraphExecDestroy ? d->GraphExecDestroy(e) : CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult weft_cuGraphDestroy(weft_drv *d, CUgraph g) { return d->GraphDestroy ? d->GraphDestroy(g) : CUDA_ERROR_NOT_SUPPORTED; }
+
 const char *weft_error_name(weft_drv *d, CUresult r) {
 	const char *name = NULL;
 	if (d == NULL || d->GetErrorName(r, &name) != 0) return NULL;
@@ -107,6 +139,9 @@ cublasStatus_t weft_cublasCreate(weft_blas *b, cublasHandle_t *h) { return b->Cr
 cublasStatus_t weft_cublasDestroy(weft_blas *b, cublasHandle_t h) { return b->Destroy(h); }
 cublasStatus_t weft_cublasSetStream(weft_blas *b, cublasHandle_t h, CUstream s) { return b->SetStream(h, s); }
 cublasStatus_t weft_cublasGetVersion(weft_blas *b, cublasHandle_t h, int *v) { return b->GetVersion(h, v); }
+cublasStatus_t weft_cublasSetWorkspace(weft_blas *b, cublasHandle_t h, CUdeviceptr ws, size_t bytes) {
+	return b->SetWorkspace ? b->SetWorkspace(h, (void *)ws, bytes) : 15; // CUBLAS_STATUS_NOT_SUPPORTED
+}
 
 #define CUBLAS_COMPUTE_32F 68
 #define CUBLAS_GEMM_DEFAULT (-1)

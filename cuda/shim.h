@@ -13,6 +13,8 @@ typedef void *CUcontext;
 typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
+typedef void *CUgraph;
+typedef void *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 typedef int cublasStatus_t;
 typedef void *cublasHandle_t;
@@ -44,6 +46,16 @@ typedef void *cublasHandle_t;
 	X(LaunchKernel, "cuLaunchKernel", (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)) \
 	X(GetErrorName, "cuGetErrorName", (CUresult r, const char **name))
 
+// Optional driver entry points: CUDA graphs (stream capture and replay of a
+// decode step). Open succeeds without them; graphs are then off.
+#define WEFT_DRIVER_OPT_FUNCS(X) \
+	X(StreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream s, int mode)) \
+	X(StreamEndCapture, "cuStreamEndCapture", (CUstream s, CUgraph *g)) \
+	X(GraphInstantiate, "cuGraphInstantiateWithFlags", (CUgraphExec *e, CUgraph g, unsigned long long flags)) \
+	X(GraphLaunch, "cuGraphLaunch", (CUgraphExec e, CUstream s)) \
+	X(GraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec e)) \
+	X(GraphDestroy, "cuGraphDestroy", (CUgraph g))
+
 #define WEFT_BLAS_FUNCS(X) \
 	X(Create, "cublasCreate_v2", (cublasHandle_t * h)) \
 	X(Destroy, "cublasDestroy_v2", (cublasHandle_t h)) \
@@ -51,16 +63,22 @@ typedef void *cublasHandle_t;
 	X(GetVersion, "cublasGetVersion_v2", (cublasHandle_t h, int *v)) \
 	X(GemmEx, "cublasGemmEx", (cublasHandle_t h, int transa, int transb, int m, int n, int k, const void *alpha, const void *A, int Atype, int lda, const void *B, int Btype, int ldb, const void *beta, void *C, int Ctype, int ldc, int computeType, int algo))
 
+// Optional cuBLAS entry points: a workspace of weft's own, so that graph
+// captures never make cuBLAS allocate one.
+#define WEFT_BLAS_OPT_FUNCS(X) X(SetWorkspace, "cublasSetWorkspace_v2", (cublasHandle_t h, void *ws, size_t bytes))
+
 #define WEFT_DECL_FIELD(name, sym, args) int(*name) args;
 
 typedef struct weft_drv {
 	void *lib;
 	WEFT_DRIVER_FUNCS(WEFT_DECL_FIELD)
+	WEFT_DRIVER_OPT_FUNCS(WEFT_DECL_FIELD)
 } weft_drv;
 
 typedef struct weft_blas {
 	void *lib;
 	WEFT_BLAS_FUNCS(WEFT_DECL_FIELD)
+	WEFT_BLAS_OPT_FUNCS(WEFT_DECL_FIELD)
 } weft_blas;
 
 // Open/close. On failure they return NULL and write the reason to err.
@@ -71,7 +89,7 @@ void weft_blas_free(weft_blas *b);
 
 // The symbol names each library must export (NULL-terminated), for tests.
 // weft_symbol(lib, i): the i-th symbol of the driver (lib 0) or cuBLAS (lib
-// 1) table, NULL past the end.
+// 1) table, or of their optional tables (lib 2, lib 3), NULL past the end.
 const char *weft_symbol(int lib, int i);
 
 // Thin wrappers (cgo cannot call C function pointers directly).
@@ -102,6 +120,15 @@ CUresult weft_cuMemsetD8Async(weft_drv *d, CUdeviceptr dst, unsigned char v, siz
 // int32 and float32 use its first 4 bytes).
 CUresult weft_launch(weft_drv *d, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                      unsigned shmem, CUstream s, uint64_t *args, int nargs);
+// CUDA graphs; weft_graphs_ok is 1 when the driver has every graph entry
+// point. The others return CUDA_ERROR_NOT_SUPPORTED (801) when it has not.
+int weft_graphs_ok(weft_drv *d);
+CUresult weft_cuStreamBeginCapture(weft_drv *d, CUstream s, int mode);
+CUresult weft_cuStreamEndCapture(weft_drv *d, CUstream s, CUgraph *g);
+CUresult weft_cuGraphInstantiate(weft_drv *d, CUgraphExec *e, CUgraph g);
+CUresult weft_cuGraphLaunch(weft_drv *d, CUgraphExec e, CUstream s);
+CUresult weft_cuGraphExecDestroy(weft_drv *d, CUgraphExec e);
+CUresult weft_cuGraphDestroy(weft_drv *d, CUgraph g);
 // weft_error_name returns the driver's name for r, or NULL.
 const char *weft_error_name(weft_drv *d, CUresult r);
 
@@ -109,6 +136,9 @@ cublasStatus_t weft_cublasCreate(weft_blas *b, cublasHandle_t *h);
 cublasStatus_t weft_cublasDestroy(weft_blas *b, cublasHandle_t h);
 cublasStatus_t weft_cublasSetStream(weft_blas *b, cublasHandle_t h, CUstream s);
 cublasStatus_t weft_cublasGetVersion(weft_blas *b, cublasHandle_t h, int *v);
+// weft_cublasSetWorkspace returns CUBLAS_STATUS_NOT_SUPPORTED (15) when the
+// library lacks cublasSetWorkspace_v2.
+cublasStatus_t weft_cublasSetWorkspace(weft_blas *b, cublasHandle_t h, CUdeviceptr ws, size_t bytes);
 // weft_gemm: C = alpha * op(A) * op(B) + beta * C, column-major, computed
 // in FP32 (CUBLAS_COMPUTE_32F) with tensor cores for 16-bit inputs.
 cublasStatus_t weft_gemm(weft_blas *b, cublasHandle_t h, int transa, int transb, int m, int n, int k, float alpha,

@@ -22,8 +22,13 @@ var supported = map[gguf.Type]bool{
 // (ATT_MAX_HD in kernels/attention.cuh).
 const attnMaxHeadDim = 256
 
-// maxSplit is the most pieces attention splits a KV range into.
-const maxSplit = 16
+// maxSplit is the most pieces attention cuts a token's keys into, and
+// splitKeys the fewest keys of a piece (attention.cuh: ATT_MAX_PIECES,
+// ATT_PIECE_KEYS).
+const (
+	maxSplit  = 16
+	splitKeys = 128
+)
 
 // WeightBytes is the device memory NewBackend takes for m's weights: every
 // matrix as F16, the token embedding in its stored form, norms and biases
@@ -184,15 +189,18 @@ func ropeThetaScale(hp llama.HParams) float32 {
 	return float32(math.Pow(float64(hp.RopeBase), -2.0/float64(hp.HeadDim)))
 }
 
-// attnSplit picks how many pieces attention cuts each KV range into: enough
-// blocks to fill the GPU (2 per SM) when the batch is small, pieces of at
-// least 128 keys, at most maxSplit.
-func attnSplit(tokens, heads, maxLen, sms int) int {
-	work := tokens * heads
-	if work <= 0 || sms <= 0 {
-		return 1
+// attnSplit is the attention grid's depth for a step whose longest
+// sequence ends at maxLen: the most pieces any token's keys are cut into
+// (attention.cuh's att_pieces: pieces of at least splitKeys keys, at most
+// maxSplit), rounded up to a power of two so that a growing decode batch
+// meets few distinct grids (each is a CUDA graph of its own). Blocks past a
+// token's own pieces return at once; the pieces depend on the token's own
+// length only, so attention is batch-invariant.
+func attnSplit(maxLen int) int {
+	n := min(maxSplit, (maxLen+splitKeys-1)/splitKeys)
+	p := 1
+	for p < n {
+		p *= 2
 	}
-	n := (2*sms + work - 1) / work
-	n = min(n, (maxLen+127)/128, maxSplit)
-	return max(n, 1)
+	return p
 }

@@ -12,19 +12,16 @@ import (
 )
 
 func TestAttnSplit(t *testing.T) {
-	tests := []struct {
-		tokens, heads, maxLen, sms, want int
-	}{
-		{1, 32, 4096, 132, 9},   // one decode: fill the GPU
-		{1, 32, 100, 132, 1},    // short context: one piece
-		{1, 8, 100000, 132, 16}, // capped
-		{512, 32, 512, 132, 1},  // prompt chunk: enough blocks already
-		{4, 32, 2048, 132, 3},   // small decode batch
-		{0, 32, 10, 132, 1},     // empty
+	tests := []struct{ maxLen, want int }{
+		{0, 1}, {1, 1}, {128, 1}, // one piece
+		{129, 2}, {256, 2},
+		{257, 4}, // three pieces: the grid rounds up to four
+		{513, 8}, {2048, 16},
+		{100000, 16}, // capped
 	}
 	for _, tc := range tests {
-		if got := attnSplit(tc.tokens, tc.heads, tc.maxLen, tc.sms); got != tc.want {
-			t.Errorf("attnSplit(%d, %d, %d, %d) = %d, want %d", tc.tokens, tc.heads, tc.maxLen, tc.sms, got, tc.want)
+		if got := attnSplit(tc.maxLen); got != tc.want {
+			t.Errorf("attnSplit(%d) = %d, want %d", tc.maxLen, got, tc.want)
 		}
 	}
 }

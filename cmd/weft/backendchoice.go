@@ -59,7 +59,7 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 // the log and GetModelInfo). On the CPU the KV pool is sized by
 // cpu.PlanPool from --kv-memory or RAM.
 func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
-	co := cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil, MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens}
+	co := cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil, MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens, Eager: c.CUDAEager}
 	return pickBackend(m, c.Backend, c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
 }
 

@@ -55,6 +55,7 @@ type serveConfig struct {
 	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
 	ToolFormat     string        // the tool-call format of replies (toolcall.ParseFormat; "": detected from the template)
 	GPUMemUtil     float64       // fraction of GPU memory weft may count on
+	CUDAEager      bool          // no CUDA graphs: launch every kernel
 	DrainTimeout   time.Duration // graceful shutdown deadline
 	AuthToken      string        // bearer token; "" disables auth
 	AuthTokenFile  string        // file holding the bearer token (one line)
@@ -208,6 +209,8 @@ func parseServeFlags(args []string) (serveConfig, error) {
 		"`format` of tool calls in the model's replies, overriding the one detected from the chat template: "+toolFormatNames()+" (empty: detected)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-memory-utilization", gpumem.DefaultUtilization,
 		"fraction of the GPU's memory weft may count on (weights, workspace and KV) when --kv-memory is 0")
+	fs.BoolVar(&c.CUDAEager, "cuda-eager", false,
+		"launch every CUDA kernel of a decode step one by one instead of replaying the step from a CUDA graph (for debugging and comparison; slower)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long in-flight streams may finish on SIGTERM")
 	fs.StringVar(&c.AuthToken, "auth-token", "", "require `token` as a bearer token (health is exempt; visible in ps: prefer --auth-token-file)")
 	fs.StringVar(&c.AuthTokenFile, "auth-token-file", "", "read the bearer token from `file` (trailing newline trimmed)")
@@ -230,6 +233,7 @@ type cudaOptions struct {
 	Utilization    float64 // --gpu-memory-utilization
 	MaxSeqs        int     // --max-seqs (0: backend default)
 	MaxBatchTokens int     // --max-batch-tokens (0: backend default)
+	Eager          bool    // --cuda-eager
 }
 
 // newCUDABackend builds the CUDA backend for m. serve_cuda.go sets it in

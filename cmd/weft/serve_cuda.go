@@ -24,7 +24,7 @@ func init() { newCUDABackend = openCUDABackend }
 const cudaBlockSize = batch.DefaultBlockSize
 
 func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.Backend, error) {
-	dev, err := cuda.Open(cuda.Config{Device: o.Device})
+	dev, err := cuda.Open(cuda.Config{Device: o.Device, NoGraphs: o.Eager})
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,11 @@ func openCUDABackend(m *runtime.Model, o cudaOptions, log *slog.Logger) (batch.B
 		dev.Close()
 		return nil, err
 	}
-	log.Info("CUDA backend ready", "device", dev.String(), "kv_plan", b.Plan())
+	graphs := "decode steps replayed from CUDA graphs"
+	if off := b.Graphs().Off; off != "" {
+		graphs = "off: " + off
+	}
+	log.Info("CUDA backend ready", "device", dev.String(), "kv_plan", b.Plan(), "graphs", graphs)
 	cb := &cudaBackend{Backend: b, dev: dev}
 	cb.watchMemory(o.Device, log)
 	return cb, nil

@@ -177,6 +177,12 @@ func TestServeFlags(t *testing.T) {
 	if c.GPUMemUtil != 0.9 {
 		t.Errorf("--gpu-memory-utilization default %g, want 0.9", c.GPUMemUtil)
 	}
+	if c.CUDAEager {
+		t.Error("--cuda-eager on by default")
+	}
+	if c, err := parseServeFlags([]string{"--cuda-eager"}); err != nil || !c.CUDAEager {
+		t.Errorf("--cuda-eager: %+v, %v", c.CUDAEager, err)
+	}
 	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}, {"--max-prompt-bytes", "-1"}} {
 		if _, err := parseServeFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -9,7 +9,7 @@
 //
 // Kernel entry points (extern "C"; names used with cuModuleGetFunction):
 // dequant_f16, embed, rmsnorm_f16, add_bias, rope, kv_write, swiglu, add,
-// attention, attention_reduce, argmax_logprob.
+// attention, attention_reduce, argmax_logprob, gemv_f16.
 package kernels
 
 import (

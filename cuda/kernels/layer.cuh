@@ -27,23 +27,22 @@ WEFT_KERNEL void add_bias(float *x, const float *b, int ld, int n) {
 // formulas): theta_i = pos * theta_scale^i by repeated float32
 // multiplication, divided by freq_factors[i] when given (llama3 scaling or
 // rope_freqs.weight), cos/sin in double. neox pairs (i, i+hd/2); otherwise
-// adjacent pairs (2i, 2i+1). One block per token.
+// adjacent pairs (2i, 2i+1). Grid (tokens, ceil((H + KVH) / blockDim.y)):
+// thread (i, y) turns pair i (blockDim.x >= hd/2) of head blockIdx.y *
+// blockDim.y + y.
 WEFT_KERNEL void rope(float *qkv, int ld, const int *pos, int H, int KVH, int hd, int neox, float theta_scale,
                       const float *freq_factors) {
-	int t = blockIdx.x, half_hd = hd / 2, pairs = (H + KVH) * half_hd;
-	float *row = qkv + (long long)t * ld;
-	for (int k = threadIdx.x; k < pairs; k += blockDim.x) {
-		int head = k / half_hd, i = k - head * half_hd;
-		float *base = row + head * hd;
-		float theta = (float)pos[t];
-		for (int j = 0; j < i; j++) theta *= theta_scale;
-		if (freq_factors) theta /= freq_factors[i];
-		float c = (float)cos((double)theta), s = (float)sin((double)theta);
-		int a = neox ? i : 2 * i, b = neox ? i + half_hd : 2 * i + 1;
-		float x0 = base[a], x1 = base[b];
-		base[a] = x0 * c - x1 * s;
-		base[b] = x0 * s + x1 * c;
-	}
+	int t = blockIdx.x, head = blockIdx.y * blockDim.y + threadIdx.y, i = threadIdx.x, half_hd = hd / 2;
+	if (i >= half_hd || head >= H + KVH) return;
+	float *base = qkv + (long long)t * ld + head * hd;
+	float theta = (float)pos[t];
+	for (int j = 0; j < i; j++) theta *= theta_scale;
+	if (freq_factors) theta /= freq_factors[i];
+	float c = (float)cos((double)theta), s = (float)sin((double)theta);
+	int a = neox ? i : 2 * i, b = neox ? i + half_hd : 2 * i + 1;
+	float x0 = base[a], x1 = base[b];
+	base[a] = x0 * c - x1 * s;
+	base[b] = x0 * s + x1 * c;
 }
 
 // kv_write stores token t's K (qkv columns [koff, koff+kvdim)) and V
@@ -61,13 +60,13 @@ WEFT_KERNEL void kv_write(__half *kc, __half *vc, const float *qkv, int ld, int 
 
 // swiglu: out[t*F + j] = silu(gate) * up, with gate = gu[t*2F + j] and
 // up = gu[t*2F + F + j] (gate and up come from one fused GEMM). F16 out.
+// Grid (ceil(F / blockDim.x), tokens).
 WEFT_KERNEL void swiglu(__half *out, const float *gu, int F) {
-	int t = blockIdx.x;
+	int t = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= F) return;
 	const float *g = gu + (long long)t * 2 * F, *u = g + F;
-	for (int j = threadIdx.x; j < F; j += blockDim.x) {
-		float x = g[j];
-		out[(long long)t * F + j] = __float2half(x / (1.0f + expf(-x)) * u[j]);
-	}
+	float x = g[j];
+	out[(long long)t * F + j] = __float2half(x / (1.0f + expf(-x)) * u[j]);
 }
 
 // add: x[i] += y[i] for i < n (residual add, for paths the GEMM's beta=1

@@ -46,7 +46,7 @@ func TestFatbin(t *testing.T) {
 	if len(Fatbin) > 10<<20 {
 		t.Errorf("Fatbin is %d bytes, over 10 MB", len(Fatbin))
 	}
-	for _, k := range []string{"dequant_f16", "embed", "rmsnorm_f16", "add_bias", "rope", "kv_write", "swiglu", "add", "attention", "attention_reduce", "argmax_logprob"} {
+	for _, k := range []string{"dequant_f16", "embed", "rmsnorm_f16", "add_bias", "rope", "kv_write", "swiglu", "add", "attention", "attention_reduce", "argmax_logprob", "gemv_f16"} {
 		if !containsName(Fatbin, k) {
 			t.Errorf("Fatbin has no kernel named %q", k)
 		}

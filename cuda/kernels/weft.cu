@@ -4,4 +4,5 @@
 #include "dequant.cuh"
 #include "layer.cuh"
 #include "attention.cuh"
+#include "gemv.cuh"
 #include "sample.cuh"
