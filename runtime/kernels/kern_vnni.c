@@ -236,10 +236,13 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 	const int K4 = K / 4;
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
-		// One token: the weights stream from memory; fetch the row after
-		// next while this one is computed (within the caller's rows only),
-		// as kern_i8.c does (BENCHMARKS.md §1, what bounds decode).
-		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
+		// Fetch the row after next while this one is computed (within the
+		// caller's rows only), as kern_i8.c does with one token (BENCHMARKS.md
+		// §1, what bounds decode). With more tokens too: a row's passes of
+		// 4 tokens take long enough that, without it, weights beyond the
+		// cache arrive late (the 1B preset's 6-token step: 86-91 ms with it,
+		// 126-128 without, machine A; no change in cache).
+		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
