@@ -33,13 +33,14 @@ static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *p, 
 }
 
 // KQ_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
-// tokens at a time (row, r and t in scope). With one token the weights
-// stream from memory: it fetches the row after next while this one is
-// computed (within the caller's rows only).
+// tokens at a time (row, r and t in scope). It fetches the row after next
+// while this one is computed (within the caller's rows only), for any token
+// count: weights beyond the cache stream from memory whatever the tokens
+// (kern_vnni.c's vnni_rows gives the figures).
 #define KQ_FOR_ROWS(ROW)                                                                                                 \
 	for (int r = r0; r < r1; r++) {                                                                                  \
 		const uint8_t *row = w + (long)r * rowBytes;                                                             \
-		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);                                     \
+		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);                                               \
 		int t = 0;                                                                                               \
 		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
 		switch (n - t) {                                                                                         \

@@ -308,9 +308,9 @@ static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, 
 	const __m512i tbl = _mm512_broadcast_i32x4(iq4_table(type, 128));
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
-		// one token: the weights stream from memory; fetch the row after
-		// next while this one is computed (within the caller's rows)
-		if (n == 1 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
+		// fetch the row after next while this one is computed (within the
+		// caller's rows), for any token count (kern_vnni.c's vnni_rows says why)
+		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 #define IQ4_ROW(NT)                                                                                                     \
 	iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * KG, tbl, \
 		     y + t * ldy + r, ldy, NT)
