@@ -42,20 +42,35 @@ type embedFixture struct {
 	model  string
 	dim    int
 	closed atomic.Bool // the admission gate
-	// submitted counts Submit calls; at holdUntil it opens the gate.
+	// submitted counts Submit calls; the gate opens once holdUntil were
+	// submitted and the loop holds them (AdmitOK).
 	mu        sync.Mutex
 	submitted int
 	holdUntil int
+	holdN     int // inputs held: the gate waits for the loop to hold them all
 	// subs gets a value at every Submit (buffered; dropped when full).
 	subs chan struct{}
 }
 
-// AdmitOK implements scheduler.Capacity: the gate.
+// AdmitOK implements scheduler.Capacity: the gate. It opens once the held
+// inputs were all submitted AND the scheduler's loop has taken them in
+// (Stats().Waiting, published by the loop while the gate keeps it idle):
+// opening it at the last Submit let the loop admit the ones it had already
+// absorbed, one short, when the last submission was still in its channel.
+// While closed the loop asks again every CapacityRetry.
 func (f *embedFixture) AdmitOK() (bool, string) {
-	if f.closed.Load() {
-		return false, "held by the test"
+	if !f.closed.Load() {
+		return true, ""
 	}
-	return true, ""
+	f.mu.Lock()
+	all := f.holdUntil > 0 && f.submitted >= f.holdUntil
+	n := f.holdN
+	f.mu.Unlock()
+	if all && f.sched.Stats().Waiting >= n {
+		f.closed.Store(false)
+		return true, ""
+	}
+	return false, "held by the test"
 }
 
 // rowsModel is the engine, recording the most embedding rows one step
@@ -78,8 +93,7 @@ func (m *rowsModel) Step(ctx context.Context, seqs []batch.SeqStep, samplers []*
 	return m.Engine.Step(ctx, seqs, samplers)
 }
 
-// gateScheduler opens the fixture's gate once holdUntil inputs were
-// submitted.
+// gateScheduler counts the submitted inputs for the fixture's gate.
 type gateScheduler struct {
 	*scheduler.Scheduler
 	f *embedFixture
@@ -90,9 +104,6 @@ func (g gateScheduler) Submit(ctx context.Context, r scheduler.Request) (*schedu
 	g.f.mu.Lock()
 	defer g.f.mu.Unlock()
 	g.f.submitted++
-	if g.f.holdUntil > 0 && g.f.submitted == g.f.holdUntil {
-		g.f.closed.Store(false)
-	}
 	select {
 	case g.f.subs <- struct{}{}:
 	default:
@@ -104,7 +115,7 @@ func (g gateScheduler) Submit(ctx context.Context, r scheduler.Request) (*schedu
 func (f *embedFixture) hold(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.holdUntil = f.submitted + n
+	f.holdUntil, f.holdN = f.submitted+n, n
 	f.closed.Store(true)
 }
 
