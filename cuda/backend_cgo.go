@@ -59,8 +59,7 @@ type Backend struct {
 	hostIDs    []int32
 
 	// CUDA graphs of decode steps, by shape; dropped whenever a buffer
-	// their kernels name is reallocated.
-	graphsOn bool
+	// their kernels name is reallocated. They are on while gstats.Off is "".
 	graphs   map[graphKey]graphExec
 	graphAge []graphKey // capture order, for eviction
 	gstats   GraphStats
@@ -116,7 +115,6 @@ func NewBackend(dev *Device, m *llama.Model, kv KVConfig) (*Backend, error) {
 		scale:      float32(1 / math.Sqrt(float64(hp.HeadDim))),
 	}
 	b.qkvdim = b.qdim + 2*b.kvdim
-	b.graphsOn = dev.graphsOK && !dev.cfg.NoGraphs
 	b.graphs = map[graphKey]graphExec{}
 	switch {
 	case dev.cfg.NoGraphs:
@@ -576,7 +574,7 @@ func (b *Backend) run(p stepPlan) error {
 	if b.prof != nil {
 		return b.launchStep(p, nsplit)
 	}
-	if !b.graphsOn || p.T != p.S || p.nout != p.T {
+	if b.gstats.Off != "" || p.T != p.S || p.nout != p.T {
 		b.gstats.Eager++
 		return b.launchStep(p, nsplit)
 	}
@@ -597,7 +595,6 @@ func (b *Backend) run(p stepPlan) error {
 		}
 		// Capture is not to be had here (an old driver, a cuBLAS that will
 		// not be captured): launch eagerly from now on.
-		b.graphsOn = false
 		b.gstats.Off = "capture failed: " + err.Error()
 		b.dropGraphs()
 		b.gstats.Eager++

@@ -23,7 +23,6 @@ import (
 
 // Driver attribute numbers (CUdevice_attribute).
 const (
-	attrSMCount = 16
 	attrCCMajor = 75
 	attrCCMinor = 76
 )
@@ -60,7 +59,6 @@ type Device struct {
 	name     string
 	ccMajor  int
 	ccMinor  int
-	sms      int
 	total    uint64
 	driver   int
 	cublas   int
@@ -170,7 +168,7 @@ func (d *Device) init() error {
 	for _, a := range []struct {
 		attr int
 		dst  *int
-	}{{attrCCMajor, &d.ccMajor}, {attrCCMinor, &d.ccMinor}, {attrSMCount, &d.sms}} {
+	}{{attrCCMajor, &d.ccMajor}, {attrCCMinor, &d.ccMinor}} {
 		var v C.int
 		if err := d.check("cuDeviceGetAttribute", C.weft_cuDeviceGetAttribute(d.drv, &v, C.int(a.attr), d.dev)); err != nil {
 			return err
@@ -515,19 +513,15 @@ func (d *Device) launch(name string, grid, block dim3, args ...any) error {
 // different order.
 func (d *Device) gemm(y, w, x uint64, T, out, in int, accumulate bool) error {
 	const opN, opT = 0, 1
-	beta := float32(0)
+	acc := 0
 	if accumulate {
-		beta = 1
+		acc = 1
 	}
 	if T >= 1 && T <= gemvMaxT && in%8 == 0 {
-		acc := 0
-		if accumulate {
-			acc = 1
-		}
 		return d.launch("gemv_f16", dim3{(out + gemvWarps - 1) / gemvWarps, 1, 1}, dim3{32 * gemvWarps, 1, 1}, y, w, x, T, out, in, acc)
 	}
 	s := C.weft_gemm(d.blas, d.handle, opT, opN, C.int(out), C.int(T), C.int(in), 1,
-		C.CUdeviceptr(w), dtF16, C.int(in), C.CUdeviceptr(x), dtF16, C.int(in), C.float(beta), C.CUdeviceptr(y), dtF32, C.int(out))
+		C.CUdeviceptr(w), dtF16, C.int(in), C.CUdeviceptr(x), dtF16, C.int(in), C.float(acc), C.CUdeviceptr(y), dtF32, C.int(out))
 	return d.checkBLAS("cublasGemmEx", s)
 }
 
