@@ -296,7 +296,7 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	return 0;
 }
 
-// ---- int8 lane GEMM for Q8_0 and Q4_K, many tokens ----
+// ---- int8 lane GEMM, many tokens (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; the 4-bit table types through kern_iq4.c) ----
 // Tokens go along the vector lanes, 16 per panel, so one vpdpbusd
 // multiplies 4 columns of one weight row (a 32-bit broadcast of its int8
 // quants) with the same 4 columns of 16 tokens: no horizontal sums, and a
@@ -308,6 +308,7 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 // S the token's sum of quantized activations over the block:
 //     Q8_0: y[t] += dx[t] * (dw * I - 128 * dw * sum(q))
 //     Q4_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
+//     (Q4_1 and Q5_1 alike, with ds = d and dm = -m)
 // (ds = d * scale, dm = dmin * min of the 32-column sub-block). Q8_0
 // quants are read in place from their blocks; Q4_K rows are unpacked to
 // bytes (and their scales decoded) once per 4-row tile, for all tokens.
@@ -542,17 +543,56 @@ static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint
 		}
 }
 
+// lane_unpack_legacy unpacks rows 0..m of the 32-column block types Q4_0
+// (2), Q4_1 (3), Q5_0 (6) and Q5_1 (7): block b of row i to q[(i*nb + b)*32
+// ..] as column-ordered bytes (the low nibbles are columns 0-15, the high
+// ones 16-31; Q5's fifth bit of column c is bit c of qh), ds = d and cw =
+// 128 * d * sum(q). Q4_0 and Q5_0 store q - 8 and q - 16 (MODE 0); Q4_1
+// and Q5_1 store q as it is with dm = -m, so that MODE 1's - dm * S adds
+// the block min times the token's block sum.
+static void lane_unpack_legacy(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw,
+			       float *dm) {
+	const int bs = type == 2 ? 18 : type == 3 ? 20 : type == 6 ? 22 : 24;
+	const int hasMin = type == 3 || type == 7, five = type == 6 || type == 7;
+	const int qoff = 2 + 2 * hasMin + 4 * five;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8((char)0x80), b4 = _mm256_set1_epi8(0x10);
+	const __m256i off = _mm256_set1_epi8((char)(hasMin ? 0 : five ? 16 : 8));
+	for (int i = 0; i < m; i++)
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *blk = w + (long)i * rowBytes + (long)b * bs;
+			__m128i v = _mm_loadu_si128((const __m128i *)(blk + qoff));
+			__m256i qq = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4);
+			if (five) {
+				uint32_t qh;
+				memcpy(&qh, blk + 2 + 2 * hasMin, 4);
+				qq = _mm256_or_si256(qq, _mm256_maskz_mov_epi8((__mmask32)qh, b4));
+			}
+			qq = _mm256_sub_epi8(qq, off);
+			_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), qq);
+			// sum of the signed bytes: the bytes ^ 0x80 summed unsigned, less 32 * 128
+			int sum = lane_sum32(_mm256_xor_si256(qq, flip)) - 32 * 128;
+			float d = _cvtsh_ss(blk[0] | blk[1] << 8);
+			ds[i * nb + b] = d;
+			cw[i * nb + b] = 128.0f * d * (float)sum;
+			dm[i * nb + b] = hasMin ? -_cvtsh_ss(blk[2] | blk[3] << 8) : 0.0f;
+		}
+}
+
 // weft_lane_act_block: the columns per activation scale of type's lane
 // GEMM: 256 for IQ4_XS, whose llama.cpp kernel takes Q8_K activations,
 // 32 for the others (Q8_0, Q4_K, Q6_K, IQ4_NL, MXFP4).
 int weft_lane_act_block(int type) { return type == 23 ? 256 : 32; }
 
+// weft_lane_legacy: Q4_0, Q4_1, Q5_0 and Q5_1 (lane_unpack_legacy).
+static inline int weft_lane_legacy(int type) { return type == 2 || type == 3 || type == 6 || type == 7; }
+
 // weft_lane_ok: whether the lane GEMM handles this weight type and row length.
 int weft_lane_ok(int type, int K) {
-	return (type == 8 && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0) || weft_iq4_ok(type, K, 32);
+	return ((type == 8 || weft_lane_legacy(type)) && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0) || weft_iq4_ok(type, K, 32);
 }
 
-// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_K, Q6_K, and
+// weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q4_K, Q6_K, and
 // IQ4_NL, IQ4_XS, MXFP4 unpacked by kern_iq4.c); xp
 // is weft_lane_prep's packing of x, or NULL to pack here.
 int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
@@ -580,6 +620,12 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		} else if (type == 12) {
 			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+		} else if (weft_lane_legacy(type)) {
+			lane_unpack_legacy(type, wr, rowBytes, nb, m, q, ds, cw, dm);
+			if (type == 3 || type == 7) // a block min: MODE 1
+				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+			else
+				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
 		} else if (weft_iq4_ok(type, K, 32)) { // IQ4_NL, IQ4_XS, MXFP4 (kern_iq4.c): unpacked to Q8_0's mode
 			weft_iq4_lane_unpack(type, wr, rowBytes, nb, m, q, ds, cw);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);

@@ -22,7 +22,8 @@ static int weft_fault;
 void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __ATOMIC_RELAXED); }
 
 // Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N,
-// Q8_0, Q4_K and Q6_K take the int8 lane GEMM (kern_vnni.c), whose 4-byte
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K and the 4-bit table types take
+// the int8 lane GEMM (kern_vnni.c), whose 4-byte
 // weight broadcast feeds 64 products; below WEFT_VNNI_MAX_N the integer row
 // kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
 // dot-product kernel runs; from it the packed GEMM (weights transposed per

@@ -71,8 +71,8 @@ enum {
 // ---- token-count thresholds (kernels.c states the measurements' rules) ----
 
 // Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
-// kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_K and
-// Q6_K take the int8 lane GEMM: its 16-token panels, half empty at 8
+// kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL and IQ4_XS take the int8 lane GEMM: its 16-token panels, half empty at 8
 // tokens, already match the row kernels there, which read each row once
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24

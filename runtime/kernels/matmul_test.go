@@ -97,28 +97,36 @@ func TestMatMulMatchesReference(t *testing.T) {
 	}
 }
 
-// TestInt8LegacyTypes holds the int8 row kernels of the 32-column block
-// types (Q4_0, Q4_1, Q5_0, Q5_1: a -8 or -16 offset or a per-block min,
-// Q5's fifth bits in qh) to the reference at every token count that takes
-// them, 1..24, and at row lengths that are and are not multiples of 64
-// (the AVX-512 VNNI kernel's step). It first checks that one token of a
-// Gemma-3-270M-wide row takes an int8 kernel on every x86 kernel set, so
-// that a dispatch which sent these types back to the float path fails.
+// TestInt8LegacyTypes holds the int8 kernels of the 32-column block types
+// (Q4_0, Q4_1, Q5_0, Q5_1: a -8 or -16 offset or a per-block min, Q5's
+// fifth bits in qh) to the reference at every token count 1..24 (row
+// kernels, and from WEFT_LANE_MIN_N on AVX-512 VNNI the lane GEMM), at 40
+// and 200 tokens (the lane GEMM's second panel pair), and at row lengths
+// that are and are not multiples of 64 (the VNNI row kernel's step). It
+// first checks the dispatch on a Gemma-3-270M-wide row: one token takes an
+// int8 kernel on every x86 kernel set and 16 tokens take the lane GEMM on
+// VNNI, so that a dispatch which sent these types back to the float path
+// fails.
 func TestInt8LegacyTypes(t *testing.T) {
+	const prepLane = 1 // WEFT_PREP_LANE (kernels.h)
 	rng := rand.New(rand.NewPCG(21, 22))
 	types := []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1}
 	for _, typ := range types {
+		w := quant.Weight{Type: typ, Cols: 640}
 		for _, isa := range availableISAs() {
-			if isa >= isaAVX2 && !usesQuantizedActivations(isa, quant.Weight{Type: typ, Cols: 640}, 1) {
+			if isa >= isaAVX2 && !usesQuantizedActivations(isa, w, 1) {
 				t.Errorf("%v, 640 columns, one token: the %v kernels do not take int8 products", typ, isa)
+			}
+			if kind, _ := prepKind(isa, w, 16); isa == isaVNNI && kind != prepLane {
+				t.Errorf("%v, 640 columns, 16 tokens: the %v kernels prepare activations of kind %d, not the lane GEMM's", typ, isa, kind)
 			}
 		}
 	}
 	for _, typ := range types {
 		for _, cols := range []int{32, 96, 128, 640} {
 			w := randomWeight(rng, typ, 13, cols)
-			for n := 1; n <= 24; n++ {
-				if raceEnabled && n > 5 && n != 8 && n != 17 {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 40, 200} {
+				if raceEnabled && n > 5 && n != 8 && n != 17 && n != 40 {
 					continue
 				}
 				checkAllISAs(t, w, randomVec(rng, n*cols), n)
