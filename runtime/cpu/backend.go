@@ -29,6 +29,7 @@ type Backend struct {
 	// a layer.
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
+	kvMem    *kvMem // the memory of k16, v16, k32, v32
 	layout   batch.KVLayout
 
 	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
@@ -80,13 +81,15 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 	}
 	b.layout = batch.NewKVLayout(windows, cfg.SlidingKV)
 	n := cfg.NumBlocks * cfg.BlockSize * b.kvDim
+	b.kvMem = &kvMem{}
+	attachKVMem(b, b.kvMem)
 	for range b.layout.Size {
 		if b.f16 {
-			b.k16 = append(b.k16, make([]uint16, n))
-			b.v16 = append(b.v16, make([]uint16, n))
+			b.k16 = append(b.k16, kvAlloc[uint16](b.kvMem, n))
+			b.v16 = append(b.v16, kvAlloc[uint16](b.kvMem, n))
 		} else {
-			b.k32 = append(b.k32, make([]float32, n))
-			b.v32 = append(b.v32, make([]float32, n))
+			b.k32 = append(b.k32, kvAlloc[float32](b.kvMem, n))
+			b.v32 = append(b.v32, kvAlloc[float32](b.kvMem, n))
 		}
 	}
 	var bases []float32
@@ -146,9 +149,12 @@ var _ batch.HiddenStates = (*Backend)(nil)
 
 var _ batch.DraftLogits = (*Backend)(nil)
 
-// Close drops the KV pool.
+// Close drops the KV pool and gives its memory back (kvMem.drop).
 func (b *Backend) Close() error {
 	b.k16, b.v16, b.k32, b.v32 = nil, nil, nil, nil
+	if b.kvMem != nil {
+		b.kvMem.drop()
+	}
 	return nil
 }
 

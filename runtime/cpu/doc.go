@@ -6,7 +6,12 @@
 //
 // New(m, Config) allocates a KV pool of Config.NumBlocks blocks of
 // BlockSize positions, per layer, K and V, in F16 (default, like llama.cpp)
-// or F32. Forward runs ONE pass for a ragged batch: all tokens of all
+// or F32. On Linux the pool is mapped outside the Go heap, on transparent
+// huge pages where the kernel grants them (madvise mode), and populated at
+// New (kvmem.go): serving never pays its first-touch page faults, which
+// otherwise land on the steps of the first minutes as fresh blocks are
+// handed out, and the GC's heap goal does not count it. Close gives the
+// memory back. Forward runs ONE pass for a ragged batch: all tokens of all
 // sequences (prompt chunks and single decode tokens) form one activation
 // matrix, so each weight matrix is read once per step (kernels.MatMul with
 // n = total tokens); the Q, K and V products of one input, and gate and up,

@@ -1,0 +1,67 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// kvMem is the KV pool's memory. On Linux it is mapped outside the Go heap
+// (kvmem_linux.go): backed by transparent huge pages where the kernel
+// allows them on request, and written once at allocation, so that no
+// request pays the pool's first-touch page faults (without it, the first
+// minutes of serving fault in the pool 4 KiB at a time as blocks are first
+// handed out, on the step's critical path), and the GC's heap goal does not
+// count it. Elsewhere it is ordinary Go memory.
+type kvMem struct {
+	mu      sync.Mutex
+	regions [][]byte // mappings to unmap (the Go fallback keeps none)
+}
+
+// kvAlloc returns n zeroed elements of E from new memory.
+func kvAlloc[E uint16 | float32](m *kvMem, n int) []E {
+	var e E
+	bytes := n * int(unsafe.Sizeof(e))
+	if bytes == 0 {
+		return nil
+	}
+	buf, mapped := kvMap(bytes)
+	if !mapped {
+		return make([]E, n)
+	}
+	m.mu.Lock()
+	m.regions = append(m.regions, buf.whole)
+	m.mu.Unlock()
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(buf.use))), n)
+}
+
+// drop gives the physical memory back (Close): a stale slice still reads
+// zeros rather than faulting, so a misuse after Close cannot crash.
+func (m *kvMem) drop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.regions {
+		kvDrop(r)
+	}
+}
+
+// unmap releases the mappings; it runs as the Backend's cleanup, once
+// nothing can reach the slices.
+func (m *kvMem) unmap() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.regions {
+		kvUnmap(r)
+	}
+	m.regions = nil
+}
+
+// kvMapping is one mapped region: whole is what was mapped, use the
+// aligned part handed out.
+type kvMapping struct{ whole, use []byte }
+
+// attachKVMem ties m's mappings to b's lifetime: they are unmapped once b
+// is unreachable (after Close, or for a Backend never closed).
+func attachKVMem(b *Backend, m *kvMem) {
+	runtime.AddCleanup(b, func(m *kvMem) { m.unmap() }, m)
+}
