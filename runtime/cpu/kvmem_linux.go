@@ -14,18 +14,26 @@ const hugePage = 2 << 20
 
 // kvMap maps bytes of anonymous memory aligned to hugePage, asks for huge
 // pages, and populates it (MADV_POPULATE_WRITE, Linux 5.14+; on older
-// kernels one write per page). mapped is false when mmap fails: the caller
-// then uses Go memory.
+// kernels one write per page). The slack mapped for the alignment is
+// unmapped again, so that no huge page can be placed past the end (it
+// would be resident but unused). mapped is false when mmap fails: the
+// caller then uses Go memory.
 func kvMap(bytes int) (kvMapping, bool) {
-	whole, err := unix.Mmap(-1, 0, bytes+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	size := uintptr(bytes+4095) &^ 4095
+	p, err := unix.MmapPtr(-1, 0, nil, size+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return kvMapping{}, false
 	}
-	off := 0
-	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(whole))) % hugePage); r != 0 {
-		off = hugePage - r
+	base := uintptr(p)
+	start := (base + hugePage - 1) &^ (hugePage - 1)
+	if start > base {
+		_ = unix.MunmapPtr(p, start-base)
 	}
-	use := whole[off : off+bytes]
+	if tail := base + size + hugePage - (start + size); tail > 0 {
+		_ = unix.MunmapPtr(unsafe.Add(p, start+size-base), tail)
+	}
+	whole := unsafe.Slice((*byte)(unsafe.Add(p, start-base)), size)
+	use := whole[:bytes]
 	_ = unix.Madvise(use, unix.MADV_HUGEPAGE) // a hint: refused where THP is off
 	if unix.Madvise(use, unix.MADV_POPULATE_WRITE) != nil {
 		for i := 0; i < len(use); i += 4096 {
@@ -38,4 +46,4 @@ func kvMap(bytes int) (kvMapping, bool) {
 // kvDrop frees r's pages; r stays mapped and reads as zeros.
 func kvDrop(r []byte) { _ = unix.Madvise(r, unix.MADV_DONTNEED) }
 
-func kvUnmap(r []byte) { _ = unix.Munmap(r) }
+func kvUnmap(r []byte) { _ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r)), uintptr(len(r))) }

@@ -60,4 +60,8 @@ func TestKVMemPopulated(t *testing.T) {
 	if m.regions != nil {
 		t.Error("unmap kept its regions")
 	}
+	vec := make([]byte, 1)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&use[0])), 4096, uintptr(unsafe.Pointer(&vec[0]))); e != unix.ENOMEM {
+		t.Errorf("mincore after unmap: %v, want ENOMEM (still mapped)", e)
+	}
 }

@@ -580,7 +580,7 @@ static void lane_unpack_legacy(int type, const uint8_t *w, long rowBytes, int nb
 
 // weft_lane_act_block: the columns per activation scale of type's lane
 // GEMM: 256 for IQ4_XS, whose llama.cpp kernel takes Q8_K activations,
-// 32 for the others (Q8_0, Q4_K, Q6_K, IQ4_NL, MXFP4).
+// 32 for the others (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, MXFP4).
 int weft_lane_act_block(int type) { return type == 23 ? 256 : 32; }
 
 // weft_lane_legacy: Q4_0, Q4_1, Q5_0 and Q5_1 (lane_unpack_legacy).
