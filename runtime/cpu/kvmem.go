@@ -25,14 +25,14 @@ func kvAlloc[E uint16 | float32](m *kvMem, n int) []E {
 	if bytes == 0 {
 		return nil
 	}
-	buf, mapped := kvMap(bytes)
-	if !mapped {
+	mapping, ok := kvMap(bytes)
+	if !ok {
 		return make([]E, n)
 	}
 	m.mu.Lock()
-	m.regions = append(m.regions, buf.whole)
+	m.regions = append(m.regions, mapping)
 	m.mu.Unlock()
-	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(buf.use))), n)
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(mapping))), n)
 }
 
 // drop gives the physical memory back (Close): a stale slice still reads
@@ -55,10 +55,6 @@ func (m *kvMem) unmap() {
 	}
 	m.regions = nil
 }
-
-// kvMapping is one mapped region: whole is what was mapped, use the
-// aligned part handed out.
-type kvMapping struct{ whole, use []byte }
 
 // attachKVMem ties m's mappings to b's lifetime: they are unmapped once b
 // is unreachable (after Close, or for a Backend never closed).

@@ -12,35 +12,33 @@ import (
 // are aligned to it so that the kernel can back them with huge pages.
 const hugePage = 2 << 20
 
-// kvMap maps bytes of anonymous memory aligned to hugePage, asks for huge
-// pages, and populates it (MADV_POPULATE_WRITE, Linux 5.14+; on older
-// kernels one write per page). The slack mapped for the alignment is
-// unmapped again, so that no huge page can be placed past the end (it
-// would be resident but unused). mapped is false when mmap fails: the
-// caller then uses Go memory.
-func kvMap(bytes int) (kvMapping, bool) {
-	size := uintptr(bytes+4095) &^ 4095
+// kvMap maps at least bytes of anonymous memory (whole pages) aligned to
+// hugePage, asks for huge pages, and populates it (MADV_POPULATE_WRITE,
+// Linux 5.14+; on older kernels one write per page). The slack mapped for
+// the alignment is unmapped again, so that no huge page can be placed past
+// the end (it would be resident but unused). ok is false when mmap fails:
+// the caller then uses Go memory.
+func kvMap(bytes int) (mapping []byte, ok bool) {
+	page := uintptr(unix.Getpagesize())
+	size := (uintptr(bytes) + page - 1) &^ (page - 1)
 	p, err := unix.MmapPtr(-1, 0, nil, size+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return kvMapping{}, false
+		return nil, false
 	}
 	base := uintptr(p)
 	start := (base + hugePage - 1) &^ (hugePage - 1)
 	if start > base {
 		_ = unix.MunmapPtr(p, start-base)
 	}
-	if tail := base + size + hugePage - (start + size); tail > 0 {
-		_ = unix.MunmapPtr(unsafe.Add(p, start+size-base), tail)
-	}
-	whole := unsafe.Slice((*byte)(unsafe.Add(p, start-base)), size)
-	use := whole[:bytes]
-	_ = unix.Madvise(use, unix.MADV_HUGEPAGE) // a hint: refused where THP is off
-	if unix.Madvise(use, unix.MADV_POPULATE_WRITE) != nil {
-		for i := 0; i < len(use); i += 4096 {
-			use[i] = 0
+	_ = unix.MunmapPtr(unsafe.Add(p, start+size-base), base+hugePage-start) // the tail: never empty
+	mapping = unsafe.Slice((*byte)(unsafe.Add(p, start-base)), size)
+	_ = unix.Madvise(mapping, unix.MADV_HUGEPAGE) // a hint: refused where THP is off
+	if unix.Madvise(mapping, unix.MADV_POPULATE_WRITE) != nil {
+		for i := 0; i < len(mapping); i += int(page) {
+			mapping[i] = 0
 		}
 	}
-	return kvMapping{whole: whole, use: use}, true
+	return mapping, true
 }
 
 // kvDrop frees r's pages; r stays mapped and reads as zeros.
