@@ -41,10 +41,22 @@
 //         acc += float(S) * (scale * dx) - 128 * scale * xsum4
 //     with xsum4 = dx * (sum of the lane's 4 int8 activations), as
 //     kern_vnni.c does for Q8_0 stored plus 128.
+//     One or two tokens take 4 or 2 rows at a time, whose sums end in one
+//     transposing horizontal sum (iq4_sum4); the kernel (body_iq4vnni.h)
+//     is built twice: on CPUs with AVX-512 VBMI a 256-column group comes
+//     in as three 64-byte loads and three vpermi2b (iq4_group_vbmi),
+//     elsewhere as eight 16-byte lane loads and the scales byte by byte.
 #include <string.h>
 
 #include "kernels.h"
 #include "body_iq4.h"
+
+// weft_iq4_vbmi: whether weft_iq4_vnni_matmul loads its groups by byte
+// permutes (set from Go: the CPU has AVX-512 VBMI; tests switch it to
+// compare the two ways bit for bit).
+static int weft_iq4_vbmi;
+
+void weft_iq4_set_vbmi(int on) { __atomic_store_n(&weft_iq4_vbmi, on, __ATOMIC_RELAXED); }
 
 #if WEFT_X86
 #include <immintrin.h>
@@ -196,18 +208,20 @@ IQ4_BLOCK(_vnni)
 
 // iq4_scales8: the scales of the 8 blocks of 256 columns at rg (IQ4_NL:
 // f16 d; MXFP4: 2^(e-128), weft_e8m0_half's value, exact for every e by
-// vscalefps), gathered from the blocks' first bytes, in weft_grp_lane's
-// order (lane j: block j/4 + 4 * (j%2)).
+// vscalefps), from the blocks' first bytes, in weft_grp_lane's order (lane
+// j: block j/4 + 4 * (j%2)). The bytes come in one by one: a vpgatherdd
+// of them made this kernel half as fast on Zen 5.
 static inline __attribute__((always_inline)) __m512 iq4_scales8(const int type, const uint8_t *rg) {
-	const int bs = type == 39 ? 17 : 18;
-	const __m256i at = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
-	__m256i raw = _mm256_i32gather_epi32((const int *)rg, at, 1);
 	__m256 s8;
 	if (type == 39) {
-		__m256i e = _mm256_sub_epi32(_mm256_and_si256(raw, _mm256_set1_epi32(0xff)), _mm256_set1_epi32(128));
-		s8 = _mm256_scalef_ps(_mm256_set1_ps(1.0f), _mm256_cvtepi32_ps(e));
+		__m256i e = _mm256_setr_epi32(rg[0], rg[17], rg[34], rg[51], rg[68], rg[85], rg[102], rg[119]);
+		s8 = _mm256_scalef_ps(_mm256_set1_ps(1.0f), _mm256_cvtepi32_ps(_mm256_sub_epi32(e, _mm256_set1_epi32(128))));
 	} else {
-		s8 = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_and_si256(raw, _mm256_set1_epi32(0xffff))));
+#define IQ4_F16(b) (rg[18 * (b)] | rg[18 * (b) + 1] << 8)
+		__m128i h = _mm_setr_epi16(IQ4_F16(0), IQ4_F16(1), IQ4_F16(2), IQ4_F16(3), IQ4_F16(4), IQ4_F16(5), IQ4_F16(6),
+					   IQ4_F16(7));
+#undef IQ4_F16
+		s8 = _mm256_cvtph_ps(h);
 	}
 	const __m512i order = _mm512_setr_epi32(0, 4, 0, 4, 1, 5, 1, 5, 2, 6, 2, 6, 3, 7, 3, 7);
 	return _mm512_permutexvar_ps(order, _mm512_castps256_ps512(s8));
@@ -237,93 +251,24 @@ static inline __attribute__((always_inline)) __m512i iq4_pair(const uint8_t *q0,
 	return _mm512_shuffle_epi8(tbl, idx);
 }
 
-// iq4_row_vnni: one row times NT (1..4) tokens on weft_vnni_prep's layout;
-// qx, dxl, xs4, grp point at the first token (strides K, K/4, K/4,
-// WEFT_GRP_FLOATS * (K/256)).
-//   - Each 256 columns (8 blocks): per half (4 blocks, one a 128-bit
-//     lane) the low and high nibbles' values go through two chained
-//     vpdpbusd, against grp's reordered activations, so each lane holds
-//     8 products of its lane's block; one unpack-and-add of the two
-//     halves leaves every block's sum in two lanes (weft_grp_lane). 128
-//     times the block's activation sum (grp) is taken off in integers,
-//     which leaves the exact block dot product, and one conversion and
-//     one FMA by (ws * dx) per token add all 8 blocks.
-//   - The remaining columns, 64 at a time: two blocks, lanes 0-7 the
-//     first, 8-15 the second, acc += float(S) * (ws * dx) and the offset
-//     -128 * ws * xsum4 in a second chain.
-static inline __attribute__((always_inline)) void iq4_row_vnni(const int type, const uint8_t *row, int K, const int8_t *qx,
-							       const float *dxl, const float *xs4, const float *grp,
-							       __m512i tbl, float *out, long ldo, const int NT) {
-	__m512 acc[4], accb[4]; // scaled products, offsets: two FMA chains a token
-	for (int t = 0; t < NT; t++) acc[t] = accb[t] = _mm512_setzero_ps();
-	const int K4 = K / 4, G = K / 256, KG = WEFT_GRP_FLOATS * G;
-	const int bs = type == 39 ? 17 : 18, hb = type == 39 ? 1 : 2;
-	for (int g = 0; g < G; g++) {
-		const uint8_t *rg = row + 8 * bs * g;
-		const __m512 ws = iq4_scales8(type, rg);
-		__m512i alo, ahi, blo, bhi;
-		iq4_quad(rg + hb, bs, tbl, &alo, &ahi);
-		iq4_quad(rg + 4 * bs + hb, bs, tbl, &blo, &bhi);
-		for (int t = 0; t < NT; t++) {
-			const float *gg = grp + (long)t * KG + WEFT_GRP_FLOATS * g;
-			const int8_t *xg = (const int8_t *)gg;
-			__m512i sa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), alo, _mm512_loadu_si512(xg));
-			__m512i sb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), blo, _mm512_loadu_si512(xg + 128));
-			sa = _mm512_dpbusd_epi32(sa, ahi, _mm512_loadu_si512(xg + 64));
-			sb = _mm512_dpbusd_epi32(sb, bhi, _mm512_loadu_si512(xg + 192));
-			__m512i r = _mm512_add_epi32(_mm512_unpacklo_epi32(sa, sb), _mm512_unpackhi_epi32(sa, sb));
-			r = _mm512_sub_epi32(r, _mm512_loadu_si512(gg + 80));
-			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), _mm512_mul_ps(ws, _mm512_loadu_ps(gg + 64)), acc[t]);
-		}
-	}
-	const __m512 m128 = _mm512_set1_ps(-128.0f);
-	const __m512i pick0 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-	for (int col = 256 * G; col < K; col += 64) {
-		const uint8_t *b0 = row + bs * (col / 32);
-		__m512 ws;
-		if (type == 39) { // MXFP4: 2^(e-128) by vscalefps
-			__m512i e = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(b0[0]), _mm512_set1_epi32(b0[17]));
-			ws = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
-		} else { // IQ4_NL: both f16 scales converted by one vcvtph2ps
-			uint32_t h = (uint32_t)(b0[0] | b0[1] << 8) | (uint32_t)(b0[18] | b0[19] << 8) << 16;
-			__m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
-			ws = _mm512_permutexvar_ps(pick0, _mm512_castps128_ps512(d));
-		}
-		__m512i wq = iq4_pair(b0 + hb, b0 + bs + hb, tbl);
-		__m512 woff = _mm512_mul_ps(ws, m128);
-		for (int t = 0; t < NT; t++) {
-			__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(qx + (long)t * K + col));
-			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_loadu_ps(dxl + (long)t * K4 + col / 4)),
-						 acc[t]);
-			accb[t] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(xs4 + (long)t * K4 + col / 4), accb[t]);
-		}
-	}
-	for (int t = 0; t < NT; t++) out[t * ldo] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], accb[t]));
+// iq4_sum4: the sums of a, b, c and d's 16 lanes, in that order, each by
+// the same tree of additions whichever position it takes (so an output's
+// value does not depend on the rows or tokens summed beside it): the
+// unpacks pair lanes i and i+2 of every 128 bits, the shuffles i and i+1,
+// then the 128-bit quarters are added 0+2, 1+3 and the two halves.
+static inline __attribute__((always_inline)) __m128 iq4_sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+	__m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+	__m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+	__m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xee));
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+	return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-static inline __attribute__((always_inline)) void iq4_rows_vnni(const int type, const uint8_t *w, long rowBytes, int K, int r0,
-								int r1, const int8_t *qx, const float *dxl, const float *xs4,
-								const float *grp, int n, float *y, long ldy) {
-	const int K4 = K / 4, KG = WEFT_GRP_FLOATS * (K / 256);
-	const __m512i tbl = _mm512_broadcast_i32x4(iq4_table(type, 128));
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *row = w + (long)r * rowBytes;
-		// fetch the row after next while this one is computed (within the
-		// caller's rows), for any token count (kern_vnni.c's vnni_rows says why)
-		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
-#define IQ4_ROW(NT)                                                                                                     \
-	iq4_row_vnni(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * KG, tbl, \
-		     y + t * ldy + r, ldy, NT)
-		int t = 0;
-		for (; t + 4 <= n; t += 4) IQ4_ROW(4);
-		switch (n - t) {
-		case 1: IQ4_ROW(1); break;
-		case 2: IQ4_ROW(2); break;
-		case 3: IQ4_ROW(3); break;
-		}
-#undef IQ4_ROW
-	}
-}
+#define IQ4V(name) name##_vnni
+#define IQ4V_VBMI 0
+#include "body_iq4vnni.h"
+#undef IQ4V
+#undef IQ4V_VBMI
 
 // weft_iq4_lane_unpack: for kern_vnni.c's int8 lane GEMM (its Q8_0 mode),
 // rows 0..m of w (IQ4_NL, IQ4_XS or MXFP4, nb blocks of 32 columns):
@@ -361,19 +306,85 @@ void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int
 	}
 }
 
+#pragma GCC pop_options
+
+// ---- AVX-512 VNNI with VBMI (byte permutes across the register) ----
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")
+
+// iq4_group_index: the byte indices iq4_group_vbmi permutes a group by
+// (IQ4_NL: 18-byte blocks, MXFP4: 17), into the 128 bytes of two 64-byte
+// loads: ix[0] picks blocks 0-3's 16 index bytes from rg[0..127], ix[1]
+// blocks 4-7's from rg[64..127] and the last 64 bytes of the group, ix[2]
+// the 8 scales' bytes from rg[0..127] in weft_grp_lane's order (MXFP4: 16
+// E8M0 bytes; IQ4_NL: 16 f16 words).
+static void iq4_group_index(const int type, __m512i *ix) {
+	const int bs = type == 39 ? 17 : 18, hb = type == 39 ? 1 : 2, tail = 8 * bs - 64;
+	static const int order[16] = {0, 4, 0, 4, 1, 5, 1, 5, 2, 6, 2, 6, 3, 7, 3, 7};
+	uint8_t a[64], b[64], e[64];
+	memset(e, 0, sizeof e);
+	for (int k = 0; k < 4; k++)
+		for (int j = 0; j < 16; j++) {
+			a[16 * k + j] = (uint8_t)(hb + bs * k + j);
+			int p = hb + bs * (4 + k) + j; // byte of the group
+			b[16 * k + j] = (uint8_t)(p < 128 ? p - 64 : 64 + p - tail);
+		}
+	for (int j = 0; j < 16; j++) {
+		if (type == 39) {
+			e[j] = (uint8_t)(bs * order[j]);
+		} else {
+			e[2 * j] = (uint8_t)(bs * order[j]);
+			e[2 * j + 1] = (uint8_t)(bs * order[j] + 1);
+		}
+	}
+	ix[0] = _mm512_loadu_si512(a);
+	ix[1] = _mm512_loadu_si512(b);
+	ix[2] = _mm512_loadu_si512(e);
+}
+
+// iq4_group_vbmi: what iq4_scales8 and two iq4_quad give for the group at
+// rg, from three 64-byte loads inside the group (its first 128 bytes and
+// its last 64) and three vpermi2b, instead of eight 16-byte lane loads and
+// eight scale bytes one by one.
+static inline __attribute__((always_inline)) void iq4_group_vbmi(const int type, const uint8_t *rg, __m512i tbl,
+								 const __m512i *ix, __m512 *ws, __m512i *alo, __m512i *ahi,
+								 __m512i *blo, __m512i *bhi) {
+	const int bs = type == 39 ? 17 : 18;
+	const __m512i l0 = _mm512_loadu_si512(rg), l1 = _mm512_loadu_si512(rg + 64), l2 = _mm512_loadu_si512(rg + 8 * bs - 64);
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512i qa = _mm512_permutex2var_epi8(l0, ix[0], l1), qb = _mm512_permutex2var_epi8(l1, ix[1], l2);
+	*alo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(qa, m4));
+	*ahi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(qa, 4), m4));
+	*blo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(qb, m4));
+	*bhi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(qb, 4), m4));
+	__m512i sc = _mm512_permutex2var_epi8(l0, ix[2], l1);
+	if (type == 39) {
+		__m512i e = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(sc)), _mm512_set1_epi32(128));
+		*ws = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e));
+	} else {
+		*ws = _mm512_cvtph_ps(_mm512_castsi512_si256(sc));
+	}
+}
+
+#define IQ4V(name) name##_vbmi
+#define IQ4V_VBMI 1
+#include "body_iq4vnni.h"
+#undef IQ4V
+#undef IQ4V_VBMI
+#pragma GCC pop_options
+
 // weft_iq4_vnni_matmul: rows [r0, r1) of an IQ4_NL or MXFP4 product for n
 // tokens on weft_vnni_prep's activations (qx, dxl, xs4, grp). IQ4_XS takes
 // weft_iq4xs_i8k_matmul below the lane GEMM.
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, const float *grp, int n, float *y, long ldy) {
 	if (type == 23 || !weft_iq4_ok(type, K, 64)) return WEFT_EUNSUPPORTED;
-	if (type == 20)
-		iq4_rows_vnni(20, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
+	if (__atomic_load_n(&weft_iq4_vbmi, __ATOMIC_RELAXED))
+		iq4_matmul_vbmi(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	else
-		iq4_rows_vnni(39, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
+		iq4_matmul_vnni(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	return WEFT_OK;
 }
-#pragma GCC pop_options
 #endif
 
 // weft_iq4_ok: whether type is one of the three and K fits the kernels

@@ -21,7 +21,9 @@
 // body_kquant.h holds what kern_i8.c and kern_vnni.c's K-quant kernels
 // share (the Q4_K scales, the closing sum, the walk over rows);
 // body_iq4.h the IQ4_NL / IQ4_XS / MXFP4 tables and row dequantizers
-// (body_matmul.h includes it). Fragments
+// (body_matmul.h includes it); body_iq4vnni.h the VNNI row kernel of
+// IQ4_NL and MXFP4, which kern_iq4.c instantiates twice (its weights
+// loaded with and without AVX-512 VBMI byte permutes). Fragments
 // are included only by those .c files, never by this header or by each
 // other in a cycle. The units share no mutable data but the scratch arena,
 // reached only through weft_scratch.
@@ -240,6 +242,9 @@ int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0,
 		       int n, float *y, long ldy);
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, const float *grp, int n, float *y, long ldy);
+// weft_iq4_set_vbmi: whether weft_iq4_vnni_matmul may use AVX-512 VBMI
+// (byte permutes) to load its weights; same bits either way.
+void weft_iq4_set_vbmi(int on);
 // weft_grp_lane: kern_iq4.c's 256-column kernel sums block bi (0..7) of
 // each 256 columns in lanes j and j + 2 of its folded vector, j =
 // weft_grp_lane(bi). weft_vnni_prep writes, per token and 256 columns,

@@ -13,10 +13,31 @@ import (
 	"fmt"
 	"unsafe"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
 const cgoKernels = true
+
+func init() { setIQ4VBMI(cpu.X86.HasAVX512VBMI) }
+
+// setIQ4VBMI says whether the IQ4_NL / MXFP4 VNNI row kernel loads its
+// weights by AVX-512 VBMI byte permutes (on only where the CPU has them;
+// tests turn it off to compare the two loads bit for bit). It returns the
+// previous setting.
+func setIQ4VBMI(on bool) bool {
+	old := iq4VBMI
+	iq4VBMI = on && cpu.X86.HasAVX512VBMI
+	v := 0
+	if iq4VBMI {
+		v = 1
+	}
+	C.weft_iq4_set_vbmi(C.int(v))
+	return old
+}
+
+var iq4VBMI bool
 
 // matmulRowsC runs the C kernel; prep is x prepared by prepActivations
 // for this product's prepKind, or nil. A C status other than WEFT_OK comes
