@@ -288,13 +288,5 @@ func softmaxExact(x []float32) {
 
 // swigluOAI sets gate[i] to gpt-oss's clamped SwiGLU of gate[i] and up[i]
 // as ggml computes it: g = min(gate, limit), u = clamp(up, -limit, limit),
-// g / (1 + expf(alpha·(-g))) · (u + 1).
-func swigluOAI(gate, up []float32, alpha, limit float32) {
-	for i, g := range gate {
-		g = min(g, limit)
-		u := min(max(up[i], -limit), limit)
-		e := float32(math.Exp(float64(float32(alpha * -g))))
-		glu := g / float32(1+e)
-		gate[i] = glu * float32(u+1)
-	}
-}
+// g / (1 + expf(alpha·(-g))) · (u + 1) (kernels.SwiGLUOAI: vectorised).
+func swigluOAI(gate, up []float32, alpha, limit float32) { kernels.SwiGLUOAI(gate, up, alpha, limit) }

@@ -761,6 +761,33 @@ void API(silu_mul)(float *gate, const float *up, long n) {
 	}
 }
 
+// swiglu_oai_v: gpt-oss's clamped SwiGLU of one vector of gate and up
+// values (swiglu_oai).
+static inline __attribute__((always_inline)) FN(vf) FN(swiglu_oai_v)(FN(vf) g, FN(vf) u, float alpha, float limit) {
+	const FN(vf) hi = (FN(vf)){0} + limit, lo = (FN(vf)){0} - limit;
+	g = FN(sel)(g > hi, hi, g);
+	u = FN(sel)(u > hi, hi, u);
+	u = FN(sel)(u < lo, lo, u);
+	return g / (1.0f + FN(expv)(g * -alpha)) * (u + 1.0f);
+}
+
+// swiglu_oai: gate[i] = g / (1 + e^(-alpha g)) * (u + 1) with g =
+// min(gate[i], limit) and u = up[i] clamped to [-limit, limit].
+void API(swiglu_oai)(float *gate, const float *up, long n, float alpha, float limit) {
+	long i = 0;
+	for (; i + VW <= n; i += VW) {
+		FN(vf) v = FN(swiglu_oai_v)(FN(ld)(gate + i), FN(ld)(up + i), alpha, limit);
+		memcpy(gate + i, &v, sizeof v);
+	}
+	if (i < n) {
+		float a[VW] = {0}, b[VW] = {0};
+		memcpy(a, gate + i, (n - i) * 4);
+		memcpy(b, up + i, (n - i) * 4);
+		FN(vf) v = FN(swiglu_oai_v)(FN(ld)(a), FN(ld)(b), alpha, limit);
+		memcpy(gate + i, &v, (n - i) * 4);
+	}
+}
+
 // mulvect: y[c] = sum_r x[r] * a[r*cols + c] for c < cols (y = Aᵀx, A
 // row-major rows x cols): the columns go along the vector lanes.
 void API(mulvect)(float *y, const float *a, const float *x, long rows, long cols) {

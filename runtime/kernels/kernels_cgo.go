@@ -160,6 +160,14 @@ func siluMulFast(gate, up []float32) bool {
 	return true
 }
 
+func swigluOAIFast(gate, up []float32, alpha, limit float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_swiglu_oai(C.int(activeISA-isaC), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.long(len(gate)), C.float(alpha), C.float(limit))
+	return true
+}
+
 func mulVecTFast(y, a, x []float32, rows, cols int) bool {
 	if activeISA == isaGo {
 		return false

@@ -15,12 +15,13 @@ func usesQuantizedActivations(isa isaKind, w quant.Weight, n int) bool { return 
 
 func dotC(isa isaKind, a, b []float32) float32 { return dotGo(a, b) }
 
-func f16ToF32sFast(dst []float32, src []uint16) bool     { return false }
-func f32ToF16sFast(dst []uint16, src []float32) bool     { return false }
-func expsFast(dst, src []float32) bool                   { return false }
-func siluMulFast(gate, up []float32) bool                { return false }
-func mulVecTFast(y, a, x []float32, rows, cols int) bool { return false }
-func roundF16sFast(dst, src []float32) bool              { return false }
+func f16ToF32sFast(dst []float32, src []uint16) bool              { return false }
+func f32ToF16sFast(dst []uint16, src []float32) bool              { return false }
+func expsFast(dst, src []float32) bool                            { return false }
+func siluMulFast(gate, up []float32) bool                         { return false }
+func mulVecTFast(y, a, x []float32, rows, cols int) bool          { return false }
+func swigluOAIFast(gate, up []float32, alpha, limit float32) bool { return false }
+func roundF16sFast(dst, src []float32) bool                       { return false }
 
 func prepKind(isaKind, quant.Weight, int) (kind, bytes int) { return 0, 0 }
 

@@ -93,6 +93,28 @@ func siluMulGo(gate, up []float32) {
 	}
 }
 
+// SwiGLUOAI computes gpt-oss's clamped SwiGLU as ggml does:
+// gate[i] = g / (1 + e^(-alpha·g)) · (u + 1), g = min(gate[i], limit),
+// u = up[i] clamped to [-limit, limit]. With the C kernels e^x is the
+// vector approximation of SiLUMul (swigluOAIGo is the reference).
+func SwiGLUOAI(gate, up []float32, alpha, limit float32) {
+	up = up[:len(gate)]
+	if len(gate) > 0 && swigluOAIFast(gate, up, alpha, limit) {
+		return
+	}
+	swigluOAIGo(gate, up, alpha, limit)
+}
+
+func swigluOAIGo(gate, up []float32, alpha, limit float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		g = min(g, limit)
+		u := min(max(up[i], -limit), limit)
+		e := float32(math.Exp(float64(float32(alpha * -g))))
+		gate[i] = g / float32(1+e) * float32(u+1)
+	}
+}
+
 // Softmax replaces x by exp(x - max) / sum, in place.
 func Softmax(x []float32) {
 	if len(x) == 0 {

@@ -96,8 +96,9 @@ func TestRowMatchesDequantize(t *testing.T) {
 	}
 }
 
-// TestExpsAndSiLUMulMatchReference runs the vector exponential and SiLU of
-// every kernel set against the float64-based Go reference.
+// TestExpsAndSiLUMulMatchReference runs the vector exponential, SiLU and
+// gpt-oss's clamped SwiGLU of every kernel set against the float64-based
+// Go reference.
 func TestExpsAndSiLUMulMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	var x []float32
@@ -137,6 +138,22 @@ func TestExpsAndSiLUMulMatchReference(t *testing.T) {
 				for i := range g {
 					if d := math.Abs(float64(g[i] - gw[i])); d > 1e-6*math.Abs(float64(gw[i]))+1e-30 {
 						t.Errorf("silu(%g)*%g = %g, want %g", x[i], up[i], g[i], gw[i])
+					}
+				}
+				// gpt-oss's clamped SwiGLU (alpha 1.702, limit 7): the clamps
+				// on both sides and the exponential far into both tails
+				for _, scale := range []float32{1, 0.05} {
+					g, u := make([]float32, n), make([]float32, n)
+					for i := range g {
+						g[i], u[i] = x[i]*scale, x[(i+7)%n]*scale
+					}
+					gw := append([]float32(nil), g...)
+					SwiGLUOAI(g, u, 1.702, 7)
+					swigluOAIGo(gw, u, 1.702, 7)
+					for i := range g {
+						if d := math.Abs(float64(g[i] - gw[i])); !(d <= 1e-6*math.Abs(float64(gw[i]))+1e-30) {
+							t.Errorf("swiglu_oai(%g, %g) = %g, want %g", x[i]*scale, u[i], g[i], gw[i])
+						}
 					}
 				}
 			}
