@@ -99,6 +99,10 @@
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more). For one token the row after next is prefetched.
+//     IQ4_NL and MXFP4 (kern_iq4.c) add 256 columns in integers, take 4
+//     rows at a time for one token (2 for two) and end the tile's sums in
+//     one transposing horizontal sum; on CPUs with AVX-512 VBMI each
+//     256-column group is loaded by three 64-byte loads and vpermi2b.
 //   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
 //     Q4_K/Q6_K/IQ4_XS below the lane GEMM's 8 tokens on AVX-512 VNNI too
@@ -198,13 +202,14 @@
 //
 // # Vector helpers (vec.go)
 //
-// Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul, Softmax,
-// Exps, MulVecT (y = Aᵀx, attention's weights times V), the bulk F16
-// conversions F16ToF32s / F32ToF16s and RoundF16s (F16C) serve the rest of
-// the forward pass and an F16 KV cache. SiLUMul and Exps use a vector
-// exponential (range reduction and a degree-7 polynomial, within 2e-7
-// relative of math.Exp on [-87, 88], inputs clamped to that range) in the
-// C builds; the tests hold every kernel set to the Go reference.
+// Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul,
+// SwiGLUOAI (gpt-oss's clamped SwiGLU), Softmax, Exps, MulVecT (y = Aᵀx,
+// attention's weights times V), the bulk F16 conversions F16ToF32s /
+// F32ToF16s and RoundF16s (F16C) serve the rest of the forward pass and an
+// F16 KV cache. SiLUMul, SwiGLUOAI and Exps use a vector exponential (range
+// reduction and a degree-7 polynomial, within 2e-7 relative of math.Exp on
+// [-87, 88], inputs clamped to that range) in the C builds; the tests hold
+// every kernel set to the Go reference.
 //
 // Example:
 //
