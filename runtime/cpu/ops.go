@@ -160,12 +160,8 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 // exponential within a few ulps, as ggml's own is).
 func siluMul(gate, up []float32) { kernels.SiLUMul(gate, up) }
 
-// add sets dst[i] += src[i].
-func add(dst, src []float32) {
-	for i, v := range src {
-		dst[i] += v
-	}
-}
+// add sets dst[i] += src[i] (len(src) values).
+func add(dst, src []float32) { kernels.Add(dst[:len(src)], src) }
 
 // headNorms applies rmsNorm in place to each head (hd values) of x, with
 // the same weight w for every head (qwen3's and gemma3's q/k norms).

@@ -761,6 +761,16 @@ void API(silu_mul)(float *gate, const float *up, long n) {
 	}
 }
 
+// add: dst[i] += x[i].
+void API(add)(float *dst, const float *x, long n) {
+	long i = 0;
+	for (; i + VW <= n; i += VW) {
+		FN(vf) v = FN(ld)(dst + i) + FN(ld)(x + i);
+		memcpy(dst + i, &v, sizeof v);
+	}
+	for (; i < n; i++) dst[i] += x[i];
+}
+
 // swiglu_oai_v: gpt-oss's clamped SwiGLU of one vector of gate and up
 // values (swiglu_oai).
 static inline __attribute__((always_inline)) FN(vf) FN(swiglu_oai_v)(FN(vf) g, FN(vf) u, float alpha, float limit) {

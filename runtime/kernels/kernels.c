@@ -280,6 +280,7 @@ void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n) {
 void weft_exps(int isa, float *dst, const float *src, long n) { WEFT_PICK(isa, weft_exps, dst, src, n); }
 
 void weft_silu_mul(int isa, float *gate, const float *up, long n) { WEFT_PICK(isa, weft_silu_mul, gate, up, n); }
+void weft_add(int isa, float *dst, const float *x, long n) { WEFT_PICK(isa, weft_add, dst, x, n); }
 void weft_swiglu_oai(int isa, float *gate, const float *up, long n, float alpha, float limit) {
 	WEFT_PICK(isa, weft_swiglu_oai, gate, up, n, alpha, limit);
 }

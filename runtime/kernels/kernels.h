@@ -148,6 +148,7 @@ void weft_f32_to_f16s(int isa, uint16_t *dst, const float *src, long n);
 void weft_exps(int isa, float *dst, const float *src, long n);
 void weft_silu_mul(int isa, float *gate, const float *up, long n);
 void weft_swiglu_oai(int isa, float *gate, const float *up, long n, float alpha, float limit);
+void weft_add(int isa, float *dst, const float *x, long n);
 void weft_mulvect(int isa, float *y, const float *a, const float *x, long rows, long cols);
 void weft_round_f16s(int isa, float *dst, const float *src, long n);
 
@@ -203,6 +204,7 @@ int weft_nsel(int *isa, int n);
 	void weft_exps##S(float *dst, const float *src, long n);                                                     \
 	void weft_silu_mul##S(float *gate, const float *up, long n);                                                 \
 	void weft_swiglu_oai##S(float *gate, const float *up, long n, float alpha, float limit);                     \
+	void weft_add##S(float *dst, const float *x, long n);                                                        \
 	void weft_mulvect##S(float *y, const float *a, const float *x, long rows, long cols);                        \
 	void weft_round_f16s##S(float *dst, const float *src, long n);                                               \
 	void weft_f16_to_f32s##S(float *dst, const uint16_t *src, long n);                                           \

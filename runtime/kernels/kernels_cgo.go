@@ -160,6 +160,14 @@ func siluMulFast(gate, up []float32) bool {
 	return true
 }
 
+func addFast(dst, x []float32) bool {
+	if activeISA == isaGo {
+		return false
+	}
+	C.weft_add(C.int(activeISA-isaC), (*C.float)(&dst[0]), (*C.float)(&x[0]), C.long(len(dst)))
+	return true
+}
+
 func swigluOAIFast(gate, up []float32, alpha, limit float32) bool {
 	if activeISA == isaGo {
 		return false

@@ -21,6 +21,7 @@ func expsFast(dst, src []float32) bool                            { return false
 func siluMulFast(gate, up []float32) bool                         { return false }
 func mulVecTFast(y, a, x []float32, rows, cols int) bool          { return false }
 func swigluOAIFast(gate, up []float32, alpha, limit float32) bool { return false }
+func addFast(dst, x []float32) bool                               { return false }
 func roundF16sFast(dst, src []float32) bool                       { return false }
 
 func prepKind(isaKind, quant.Weight, int) (kind, bytes int) { return 0, 0 }

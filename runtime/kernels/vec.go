@@ -53,13 +53,20 @@ func Scale(alpha float32, x []float32) {
 	}
 }
 
-// Add computes dst[i] += x[i] for i < len(dst).
+// Add computes dst[i] += x[i] for i < len(dst). From addMinC values the C
+// kernels add a vector at a time (the same sums: each is one rounding).
 func Add(dst, x []float32) {
 	x = x[:len(dst)]
+	if len(dst) >= addMinC && addFast(dst, x) {
+		return
+	}
 	for i := range dst {
 		dst[i] += x[i]
 	}
 }
+
+// addMinC: below it a cgo call costs more than the Go loop.
+const addMinC = 256
 
 // RMSNorm writes dst[i] = x[i] / sqrt(mean(x^2) + eps) * w[i] for i < len(x)
 // (the sum of squares in float64); dst may alias x.

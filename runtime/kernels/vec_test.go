@@ -207,3 +207,24 @@ func TestUseISA(t *testing.T) {
 		t.Fatalf("UseISA(%q) = %q, %v", prev, back, err)
 	}
 }
+
+// TestAddMatchesLoop: Add gives every kernel set the bits of the plain
+// loop, below and above the length from which the C kernels take it, with
+// and without a tail past the last vector.
+func TestAddMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, isa := range availableISAs() {
+		defer setISA(setISA(isa))
+		for _, n := range []int{1, addMinC - 1, addMinC, addMinC + 3, 1000, 4099} {
+			dst, x := randomVec(rng, n), randomVec(rng, n)
+			want := append([]float32(nil), dst...)
+			for i := range want {
+				want[i] += x[i]
+			}
+			Add(dst, x)
+			if i := firstBitDiff(dst, want); i >= 0 {
+				t.Fatalf("%v, %d values: dst[%d] = %v, want %v", isa, n, i, dst[i], want[i])
+			}
+		}
+	}
+}
