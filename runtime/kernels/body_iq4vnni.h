@@ -2,7 +2,7 @@
 // IQ4_NL and MXFP4, included once per way of loading a 256-column group:
 // IQ4V(name) gives each copy's names, IQ4V_VBMI (0 or 1) says whether the
 // group's bytes come in by byte permutes (AVX-512 VBMI, iq4_group_vbmi) or
-// by 16-byte lane loads and a scale gather from bytes (iq4_scales8,
+// by 16-byte lane loads and the scales read byte by byte (iq4_scales8,
 // iq4_quad). The two give the same bits. Included under kern_iq4.c's
 // target pragmas, after the helpers it names.
 

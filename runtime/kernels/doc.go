@@ -206,7 +206,7 @@
 // SwiGLUOAI (gpt-oss's clamped SwiGLU), Softmax, Exps, MulVecT (y = Aᵀx,
 // attention's weights times V), the bulk F16 conversions F16ToF32s /
 // F32ToF16s and RoundF16s (F16C) serve the rest of the forward pass and an
-// F16 KV cache; Add takes a C loop of whole vectors from 256 values (the
+// F16 KV cache; Add takes a C loop of whole vectors from 64 values (the
 // same bits). SiLUMul, SwiGLUOAI and Exps use a vector exponential (range
 // reduction and a degree-7 polynomial, within 2e-7 relative of math.Exp on
 // [-87, 88], inputs clamped to that range) in the C builds; the tests hold

@@ -65,8 +65,9 @@ func Add(dst, x []float32) {
 	}
 }
 
-// addMinC: below it a cgo call costs more than the Go loop.
-const addMinC = 256
+// addMinC: the length from which the C loop pays for its cgo call. Machine
+// A, ns per Add, Go loop / C: 64 values 37 / 27, 256 values 187-199 / 31.
+const addMinC = 64
 
 // RMSNorm writes dst[i] = x[i] / sqrt(mean(x^2) + eps) * w[i] for i < len(x)
 // (the sum of squares in float64); dst may alias x.
