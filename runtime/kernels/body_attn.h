@@ -138,29 +138,74 @@ static AI AF(avf) AF(ared)(AF(avf) *a) {
 #undef WATT_M2
 #undef WATT_M1
 
-// apf prefetches this group's rows of KV block b (those below position n;
-// nothing when the block starts at or past n): blocks are scattered
-// through the pool, which the hardware prefetcher cannot follow, so each
-// block's rows are fetched while the one before is computed.
-static AI void AF(apf)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd, int n,
-		       const int WH) {
+// Prefetching: the blocks are scattered through the pool, where the
+// hardware prefetcher cannot follow, so the kernels fetch the rows of the
+// block WATT_PFB blocks ahead (at least one) while they compute a block,
+// spread through the loops that read it (one line per few vector loads: a
+// burst of prefetches for a whole block fills the core's miss queue and
+// stalls the loads behind it). apfb is the start of block b's rows of this
+// group (and how many bytes of them lie below position n), or NULL when
+// the block starts at or past n.
+#define WATT_PFB(bs) ((bs) >= 32 ? 1 : 32 / (bs))
+static AI const char *AF(apfb)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd,
+			       int n, long *bytes, const int WH) {
 	const long left = n - b * bs, es = WH ? 2 : 4;
-	if (left <= 0) return;
-	const char *p = (const char *)kv + ((long)blocks[b] * stride + off) * es;
-	const long bytes = (left < bs ? left : bs) * hd * es;
-	for (long o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+	if (left <= 0) return 0;
+	*bytes = (left < bs ? left : bs) * hd * es;
+	return (const char *)kv + ((long)blocks[b] * stride + off) * es;
+}
+
+// apfr prefetches bytes [o0, o1) of a block's rows (p: apfb's start; none
+// when p is NULL), clipped to its len bytes.
+static AI void AF(apfr)(const char *p, long o0, long o1, long len) {
+	if (!p) return;
+	if (o1 > len) o1 = len;
+	for (long o = o0; o < o1; o += 64) __builtin_prefetch(p + o);
+}
+
+// agrp: s[0..VW) = q · K[row r] for the VW rows at element ro of k, one
+// after another (hd % VW == 0), each reduced by ared; while it reads them it
+// prefetches the bytes of the same rows pb (apfb: NULL for none, len bytes
+// of it) holds.
+static AI void AF(agrp)(float *s, const float *q, const void *k, long ro, int hd, const char *pb, long pbo, long len,
+			const int WH) {
+	const long es = WH ? 2 : 4, step = (long)VW * VW * es;
+	AF(avf) a[VW];
+#pragma GCC unroll 16
+	for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
+	for (int c = 0; c < hd; c += VW) {
+		const long o = pbo + (long)c * VW * es;
+		AF(apfr)(pb, o, o + step, len);
+		const AF(avf) qc = AF(ald)(q + c);
+#pragma GCC unroll 16
+		for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro + (long)r * hd + c, WH) * qc;
+	}
+	AF(ast)(s, AF(ared)(a));
 }
 
 // ascoresv: s[p-lo] = q · K[p] for one query and lo <= p < n, VW rows at a
 // time (one accumulator per row, reduced together by ared). Needs hv >= VW.
+// pf: whether to prefetch the K rows WATT_PFB blocks ahead (the first of a
+// group of queries that share the rows).
 static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
-			    long off, int hd, int hv, int lo, int n, const int WH) {
-	long next = lo / bs + 1; // the next block to prefetch: the one after those this group of rows reads
+			    long off, int hd, int hv, int lo, int n, int pn, int pf, const int WH) {
+	const long pfb = WATT_PFB(bs), es = WH ? 2 : 4;
+	const char *pb = 0;
+	long len = 0, pbk = -1;
 	for (int p0 = lo; p0 < n; p0 += VW) {
 		const int cnt = n - p0 < VW ? n - p0 : VW;
-		for (; next <= (p0 + cnt - 1) / bs + 1; next++) AF(apf)(k, blocks, next, bs, stride, off, hd, n, WH);
-		long ro[VW];
 		long blk = p0 / bs, slot = p0 % bs;
+		if (pf && blk != pbk) {
+			pbk = blk;
+			pb = AF(apfb)(k, blocks, blk + pfb, bs, stride, off, hd, pn, &len, WH);
+		}
+		if (cnt == VW && hv == hd && slot + VW <= bs) { // the group's rows are one run of one block
+			AF(agrp)(s + p0 - lo, q, k, (long)blocks[blk] * stride + off + slot * hd, hd, pb, slot * hd * es, len,
+				 WH);
+			continue;
+		}
+		AF(apfr)(pb, slot * hd * es, (slot + cnt) * hd * es, len);
+		long ro[VW];
 		for (int r = 0; r < VW; r++) { // rows past n repeat the last one
 			ro[r] = (long)blocks[blk] * stride + off + slot * hd;
 			if (r + 1 < cnt && ++slot == bs) {
@@ -196,7 +241,9 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 	for (int p0 = lo, cnt; p0 < n; p0 += cnt, blk++, slot = 0) {
 		const long base = (long)blocks[blk] * stride + off + slot * hd;
 		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
-		AF(apf)(k, blocks, blk + 1, bs, stride, off, hd, n, WH);
+		long len = 0;
+		const char *pb = AF(apfb)(k, blocks, blk + 1, bs, stride, off, hd, n, &len, WH);
+		AF(apfr)(pb, 0, len, len);
 		for (int r = 0; r < cnt; r++) {
 			const long ro = base + (long)r * hd;
 			AF(avf) a[4] = {{0}, {0}, {0}, {0}};
@@ -220,7 +267,7 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 // Small tiles take rows in pairs into two sets of accumulators (more
 // independent FMA chains).
 static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
-			long off, int hd, int c, int lo, int n, const int NQ, const int NC, const int WH) {
+			long off, int hd, int c, int lo, int n, int pn, const int NQ, const int NC, const int WH) {
 	const long m = n - lo;
 	AF(avf) a[4][4], b[4][4];
 #pragma GCC unroll 4
@@ -232,11 +279,14 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 		const long base = (long)blocks[blk] * stride + off + slot * hd + c;
 		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
 		const float *wp = w + (p0 - lo);
-		if (c == 0) AF(apf)(v, blocks, blk + 1, bs, stride, off, hd, n, WH);
+		long len = 0;
+		const char *pb = c == 0 ? AF(apfb)(v, blocks, blk + WATT_PFB(bs), bs, stride, off, hd, pn, &len, WH) : 0;
+		const long rb = (long)hd * (WH ? 2 : 4), pbo = slot * rb;
 		int r = 0;
 		if (NQ * NC <= 8) {
 			for (; r + 2 <= cnt; r += 2) {
 				const long ro = base + (long)r * hd;
+				AF(apfr)(pb, pbo + r * rb, pbo + (r + 2) * rb, len);
 				AF(avf) v0[4], v1[4];
 #pragma GCC unroll 4
 				for (int i = 0; i < NC; i++) {
@@ -256,6 +306,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 		}
 		for (; r < cnt; r++) {
 			const long ro = base + (long)r * hd;
+			AF(apfr)(pb, pbo + r * rb, pbo + (r + 1) * rb, len);
 			AF(avf) vv[4];
 #pragma GCC unroll 4
 			for (int i = 0; i < NC; i++) vv[i] = AF(akv)(v, ro + i * VW, WH);
@@ -360,7 +411,7 @@ void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int windo
 // queries, in output tiles of 4 queries x 2 column vectors, or fewer
 // queries x 4.
 static AI void AF(aouts)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
-			 long off, int hd, int nq, int lo, int n, const int WH) {
+			 long off, int hd, int nq, int lo, int n, int pn, const int WH) {
 	const long np = n - lo;
 	const int hv = hd - hd % VW;
 	for (int j = 0; j < nq;) {
@@ -369,14 +420,14 @@ static AI void AF(aouts)(float *out, const float *w, const void *v, const int32_
 		const float *wj = w + j * np;
 		int c = 0;
 		if (m == 4) {
-			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 4, 2, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 4, 1, WH);
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 4, 1, WH);
 		} else if (m == 2) {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 2, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 2, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 2, 1, WH);
 		} else {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 1, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, 1, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 1, 1, WH);
 		}
 		// Columns past the last full vector, one at a time.
 		for (; c < hd; c++) {
@@ -456,7 +507,7 @@ static AI float AF(atile)(float *row, int m, float scale, float *mx, float *l) {
 // as a tile starts (the blocks are scattered through the pool, where the
 // hardware prefetcher cannot follow). sc holds nq*WATT_TILE floats.
 static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
-			long bs, long stride, long off, int hd, int lo, int n, float scale, float *sc, const int WH) {
+			long bs, long stride, long off, int hd, int lo, int n, int pn, float scale, float *sc, const int WH) {
 	float *mx = st, *ls = st + nq, *o = st + 2 * nq;
 	for (int j = 0; j < nq; j++) {
 		mx[j] = -__builtin_inff();
@@ -464,23 +515,14 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 	}
 	memset(o, 0, (size_t)nq * hd * 4);
 	const int hv = hd - hd % VW;
-	// Prefetch the first tiles' blocks.
-	long pf = lo / bs; // the next block to prefetch
-	for (; pf < n && pf * bs < (lo / WATT_TILE + 2) * WATT_TILE && pf * bs < n; pf++) {
-		AF(apf)(k, blocks, pf, bs, stride, off, hd, n, WH);
-		AF(apf)(v, blocks, pf, bs, stride, off, hd, n, WH);
-	}
 	for (int t0 = lo; t0 < n;) {
 		int t1 = (t0 / WATT_TILE + 1) * WATT_TILE;
 		if (t1 > n) t1 = n;
 		const int m = t1 - t0;
-		for (; pf * bs < (long)t1 + 2 * WATT_TILE && pf * bs < n; pf++) {
-			AF(apf)(k, blocks, pf, bs, stride, off, hd, n, WH);
-			AF(apf)(v, blocks, pf, bs, stride, off, hd, n, WH);
-		}
 		int j = 0;
 		if (hv > 0) {
-			for (; j < nq; j++) AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, WH);
+			for (; j < nq; j++)
+				AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, pn, j == 0, WH);
 		}
 		for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 4, WH);
 		for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 2, WH);
@@ -494,7 +536,7 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 				for (; c < hd; c++) oj[c] *= alpha;
 			}
 		}
-		AF(aouts)(o, sc, v, blocks, bs, stride, off, hd, nq, t0, t1, WH);
+		AF(aouts)(o, sc, v, blocks, bs, stride, off, hd, nq, t0, t1, pn, WH);
 		t0 = t1;
 	}
 }
@@ -515,7 +557,7 @@ static AI void AF(attend_part)(float *st, const float *q, int nq, const void *k,
 	for (int s0 = lo; s0 < n; st += sw) {
 		int s1 = (s0 / WATT_SEG + 1) * WATT_SEG;
 		if (s1 > n) s1 = n;
-		AF(aseg)(st, q, nq, k, v, blocks, bs, stride, off, hd, s0, s1, scale, sc, WH);
+		AF(aseg)(st, q, nq, k, v, blocks, bs, stride, off, hd, s0, s1, n, scale, sc, WH);
 		s0 = s1;
 	}
 }
@@ -567,14 +609,15 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 	const int hv = hd - hd % VW;
 	int j = 0;
 	if (hv > 0) {
-		for (; j < nq; j++) AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, WH);
+		for (; j < nq; j++)
+			AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, n, j == 0, WH);
 	}
 	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
 	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
 	for (; j < nq; j++) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 1, WH);
 	for (j = 0; j < nq; j++) AF(asoftmax)(sc + j * np, (int)np, scale, sinks ? sinks + j : 0, WH);
 	memset(out, 0, (size_t)nq * hd * 4);
-	AF(aouts)(out, sc, v, blocks, bs, stride, off, hd, nq, lo, n, WH);
+	AF(aouts)(out, sc, v, blocks, bs, stride, off, hd, nq, lo, n, n, WH);
 }
 
 // attend_t: up to WATT_SEG positions in two passes (attend_2p, the order
