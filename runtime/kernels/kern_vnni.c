@@ -101,7 +101,7 @@ static inline __attribute__((always_inline)) __m512 vnni_two_scales(const uint8_
 
 static inline __attribute__((always_inline)) void vnni_row(const int type, const uint8_t *row, int K, const int8_t *qx,
 							    const float *dxl, const float *xs4, float *out, long ldo,
-							    const int NT) {
+							    const uint8_t *pf, const int NT) {
 	// two accumulators per token (scaled products, offsets) halve the
 	// loop-carried FMA chain
 	__m512 acc[8], accb[8];
@@ -112,6 +112,10 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 		const __m512i flip = _mm512_set1_epi8((char)0x80);
 		for (int col = 0; col < K; col += 64) {
 			const uint8_t *b0 = row + (col / 32) * 34, *b1 = b0 + 34;
+			if (pf) { // a row ahead, a chunk's bytes at a time (vnni_rows)
+				_mm_prefetch((const char *)pf + (col / 32) * 34, _MM_HINT_T0);
+				_mm_prefetch((const char *)pf + (col / 32) * 34 + 64, _MM_HINT_T0);
+			}
 			__m256i q0 = _mm256_loadu_si256((const __m256i *)(b0 + 2)),
 				q1 = _mm256_loadu_si256((const __m256i *)(b1 + 2));
 			__m512i wq = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
@@ -242,19 +246,28 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// 4 tokens take long enough that, without it, weights beyond the
 		// cache arrive late (the 1B preset's 6-token step: 86-91 ms with it,
 		// 126-128 without, machine A; no change in cache).
-		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
+		// Q8_0 fetches the row four ahead instead, a chunk's bytes at a
+		// time through its first pass over this row (vnni_row's pf): a
+		// burst of a whole row's prefetches fills the core's miss queue
+		// and stalls the loads behind it, and two rows (4 KiB on the 1B
+		// preset) are too close for memory's latency (1B preset Q8_0,
+		// decode of one sequence, machine A, three alternating rounds:
+		// 27.6-31.7 tokens/s with the burst, 35.8-36.9 spread 4 rows ahead,
+		// 26.9-31.2 at 7 rows).
+		const uint8_t *pf = type == 8 && r + 4 < r1 ? row + 4 * rowBytes : 0;
+		if (type != 8 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
 		// unpack, runs faster with 4)
 		for (; type >= 12 && t + 8 <= n; t += 8)
-			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 8);
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 8);
 		for (; t + 4 <= n; t += 4)
-			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 4);
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 4);
 		switch (n - t) {
-		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 1); break;
-		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 2); break;
-		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, 3); break;
+		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 1); break;
+		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 2); break;
+		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 3); break;
 		}
 	}
 }
