@@ -10,8 +10,11 @@ import (
 )
 
 // BenchmarkAttendLayer times one decode query per KV head for every KV head
-// of one layer laid out as the CPU backend lays its cache out (block-major,
-// then head, then slot), one thread, and reports the KV bytes read per second.
+// of one layer and reports the KV bytes read per second: "layers" and
+// "parallel" on every compute thread, in the CPU backend's layout (per layer,
+// KV-head-major, then block, then slot: runtime/cpu's kvOff), twelve layers
+// (beyond the cache) or one; "blockmajor" (block, then head, then slot),
+// "headmajor" and "onehead" on one thread.
 func BenchmarkAttendLayer(b *testing.B) {
 	const hd, bs, heads = 64, 16, 12
 	for _, nq := range []int{1, 4} {
@@ -48,7 +51,7 @@ func BenchmarkAttendLayer(b *testing.B) {
 				for b.Loop() {
 					for l := range layers {
 						Parallel(heads, func(w, g int) error {
-							kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: heads * bs * hd, Off: g * bs * hd}
+							kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: bs * hd, Off: g * nb * bs * hd}
 							AttendF16(outs[w], q, ks[l], vs[l], kv, n, scale, nil, scr[w])
 							return nil
 						})
@@ -61,7 +64,7 @@ func BenchmarkAttendLayer(b *testing.B) {
 				outs := [2][]float32{out, make([]float32, len(out))}
 				for b.Loop() {
 					Parallel(heads, func(w, g int) error {
-						kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: heads * bs * hd, Off: g * bs * hd}
+						kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: bs * hd, Off: g * nb * bs * hd}
 						AttendF16(outs[w], q, k, v, kv, n, scale, nil, scr[w])
 						return nil
 					})

@@ -503,9 +503,9 @@ static AI float AF(atile)(float *row, int m, float scale, float *mx, float *l) {
 // o_j = sum_p exp(s_p - m_j) V[p] (s_p = scale * q_j·K[p]). Positions go
 // in tiles of WATT_TILE (at multiples of it): a tile's K rows are scored
 // for every query, folded into the running state, and its V rows
-// accumulated while they are in cache; the tile after next is prefetched
-// as a tile starts (the blocks are scattered through the pool, where the
-// hardware prefetcher cannot follow). sc holds nq*WATT_TILE floats.
+// accumulated while they are in cache; ascoresv and aout prefetch the rows
+// WATT_PFB blocks ahead as they go, up to position pn (the end of the
+// whole range, past this segment). sc holds nq*WATT_TILE floats.
 static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
 			long bs, long stride, long off, int hd, int lo, int n, int pn, float scale, float *sc, const int WH) {
 	float *mx = st, *ls = st + nq, *o = st + 2 * nq;

@@ -98,7 +98,9 @@
 //     GEMM's) differ from the float reference by at most
 //     sum |w| * amax/254 per output (the tests check that bound). A row
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
-//     costs more). For one token the row after next is prefetched.
+//     costs more). For one token the row after next is prefetched; for
+//     Q8_0 the row four ahead, a chunk at a time through the first pass
+//     over the current row.
 //     IQ4_NL and MXFP4 (kern_iq4.c) add 256 columns in integers, take 4
 //     rows at a time for one token (2 for two) and end the tile's sums in
 //     one transposing horizontal sum; on CPUs with AVX-512 VBMI each
@@ -193,7 +195,11 @@
 // table and strides), converting F16 rows in registers: scores, ggml's
 // softmax (max, exp, float64 sum, F16 rounding of the weights for an F16
 // cache) and the weighted sum of V, over positions PagedKV.First..n-1 (a
-// sliding window skips the keys it hides). The CPU backend uses them for
+// sliding window skips the keys it hides). The block tables scatter a
+// sequence's rows through the pool, where the hardware prefetcher cannot
+// follow, so the kernels prefetch the rows two blocks ahead a few lines at
+// a time inside the loops that read the current block (a burst of a whole
+// block's prefetches stalls the loads behind it). The CPU backend uses them for
 // decode and short chunks; SoftmaxCausal (causal, optionally windowed)
 // serves long chunks between two MatMuls. Attention sinks (gpt-oss: one
 // learned logit per query head) join the softmax as ggml's soft_max takes
