@@ -185,17 +185,17 @@ static AI void AF(agrp)(float *s, const float *q, const void *k, long ro, int hd
 
 // ascoresv: s[p-lo] = q · K[p] for one query and lo <= p < n, VW rows at a
 // time (one accumulator per row, reduced together by ared). Needs hv >= VW.
-// pf: whether to prefetch the K rows WATT_PFB blocks ahead (the first of a
-// group of queries that share the rows).
+// It prefetches the K rows WATT_PFB blocks ahead, up to position pn (0 for
+// none: the queries after the first of a group that share the rows).
 static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
-			    long off, int hd, int hv, int lo, int n, int pn, int pf, const int WH) {
+			    long off, int hd, int hv, int lo, int n, int pn, const int WH) {
 	const long pfb = WATT_PFB(bs), es = WH ? 2 : 4;
 	const char *pb = 0;
 	long len = 0, pbk = -1;
 	for (int p0 = lo; p0 < n; p0 += VW) {
 		const int cnt = n - p0 < VW ? n - p0 : VW;
 		long blk = p0 / bs, slot = p0 % bs;
-		if (pf && blk != pbk) {
+		if (blk != pbk) {
 			pbk = blk;
 			pb = AF(apfb)(k, blocks, blk + pfb, bs, stride, off, hd, pn, &len, WH);
 		}
@@ -265,7 +265,9 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 // aout: out[j*hd + c .. + NC*VW) += sum_p w[j*m + p-lo] * V[p][c ..] (m =
 // n-lo, lo <= p < n) for the NQ queries, NC vectors of columns from c.
 // Small tiles take rows in pairs into two sets of accumulators (more
-// independent FMA chains).
+// independent FMA chains). The call for the first columns (c == 0)
+// prefetches the V rows WATT_PFB blocks ahead, up to position pn (0 for
+// none).
 static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
 			long off, int hd, int c, int lo, int n, int pn, const int NQ, const int NC, const int WH) {
 	const long m = n - lo;
@@ -409,7 +411,7 @@ void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int windo
 
 // aouts: out[j*hd ..] += sum_p w[j*m + p-lo] * V[p] (m = n-lo) for the nq
 // queries, in output tiles of 4 queries x 2 column vectors, or fewer
-// queries x 4.
+// queries x 4. Only the first tile of queries prefetches (aout).
 static AI void AF(aouts)(float *out, const float *w, const void *v, const int32_t *blocks, long bs, long stride,
 			 long off, int hd, int nq, int lo, int n, int pn, const int WH) {
 	const long np = n - lo;
@@ -420,14 +422,14 @@ static AI void AF(aouts)(float *out, const float *w, const void *v, const int32_
 		const float *wj = w + j * np;
 		int c = 0;
 		if (m == 4) {
-			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 4, 2, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 4, 1, WH);
+			for (; c + 2 * VW <= hv; c += 2 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 4, 2, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 4, 1, WH);
 		} else if (m == 2) {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 2, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 2, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 2, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 2, 1, WH);
 		} else {
-			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 1, 4, WH);
-			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, pn, 1, 1, WH);
+			for (; c + 4 * VW <= hv; c += 4 * VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 1, 4, WH);
+			for (; c < hv; c += VW) AF(aout)(o, wj, v, blocks, bs, stride, off, hd, c, lo, n, j == 0 ? pn : 0, 1, 1, WH);
 		}
 		// Columns past the last full vector, one at a time.
 		for (; c < hd; c++) {
@@ -522,7 +524,7 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 		int j = 0;
 		if (hv > 0) {
 			for (; j < nq; j++)
-				AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, pn, j == 0, WH);
+				AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, j == 0 ? pn : 0, WH);
 		}
 		for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 4, WH);
 		for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 2, WH);
@@ -610,7 +612,7 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 	int j = 0;
 	if (hv > 0) {
 		for (; j < nq; j++)
-			AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, n, j == 0, WH);
+			AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, j == 0 ? n : 0, WH);
 	}
 	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
 	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
