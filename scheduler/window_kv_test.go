@@ -1,11 +1,8 @@
 package scheduler
 
 import (
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/batch"
@@ -36,26 +33,8 @@ func gemma3Attention() *llama.Model {
 type kvMeasure struct {
 	N         int
 	NumBlocks int
-	HeapBytes uint64 // what allocating the CPU pool added to memory (resident on Linux, else heap)
+	HeapBytes uint64 // what allocating the CPU pool took (its resident pages on Linux, else heap)
 	Peak      int    // the most blocks the sequence held on the ledger
-}
-
-// residentBytes is the process's resident memory (/proc/self/statm), where
-// there is one.
-func residentBytes() (uint64, bool) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, false
-	}
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return pages * uint64(os.Getpagesize()), true
 }
 
 // BytesPerToken is the allocated pool over the positions it served.
@@ -83,21 +62,25 @@ func measureKV(t *testing.T, m *llama.Model, sliding bool, n int) kvMeasure {
 	}
 	var before, after goruntime.MemStats
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection between the two readings
-	debug.FreeOSMemory()                             // and nothing left for the scavenger to return meanwhile
 	goruntime.ReadMemStats(&before)
-	rss0, rssOK := residentBytes()
 	be, err := cpu.New(m, cpu.Config{BlockSize: bs, NumBlocks: plan.NumBlocks, KVType: "f16", SlidingKV: sliding, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	goruntime.ReadMemStats(&after)
-	rss1, _ := residentBytes()
 	kv := be.KV()
-	be.Close()
 	k := kvMeasure{N: n, NumBlocks: kv.NumBlocks, HeapBytes: after.HeapAlloc - before.HeapAlloc}
 	where := "the heap"
-	if rssOK { // Linux: the pool is mapped outside the heap and populated (cpu's kvmem)
-		k.HeapBytes, where = rss1-rss0, "resident memory"
+	// Linux: the pool is mapped outside the heap and populated (cpu's
+	// kvmem); its own pages are counted, not the process's resident
+	// memory, which the runtime's other allocations (and huge pages
+	// behind them) move by megabytes.
+	if res, ok := be.KVResident(); ok {
+		k.HeapBytes, where = uint64(res), "resident memory"
+	}
+	be.Close()
+	if res, ok := be.KVResident(); ok && res != 0 {
+		t.Errorf("n %d sliding %v: %d bytes of the pool still resident after Close", n, sliding, res)
 	}
 	// The pool takes what the accounting names, within 1%: what a block
 	// takes (batch.KVBytesPerBlock of a group's layers) is what the
@@ -140,8 +123,8 @@ func measureKV(t *testing.T, m *llama.Model, sliding bool, n int) kvMeasure {
 // at most 33 blocks of 16 positions, so a sequence of n positions holds
 // 2 x n/16 + 11 x 33 blocks of 32 KiB: 5,548 bytes per token at 8,192 and
 // 4,459 at 32,768 (4.8x and 6.0x less). The figures come from the memory
-// the allocation took (resident memory on Linux, where the pool is mapped
-// and populated; the heap elsewhere) and the ledger's blocks of a real run through the
+// the allocation took (the pool's resident pages on Linux, where it is
+// mapped and populated; the heap elsewhere) and the ledger's blocks of a real run through the
 // scheduler; BENCHMARKS.md quotes them.
 func TestWindowKVBytesPerToken(t *testing.T) {
 	m := gemma3Attention()

@@ -134,6 +134,17 @@ func (b *Backend) KV() batch.KVInfo {
 	}
 }
 
+// KVResident is how many bytes of the KV pool are in memory: on Linux the
+// pool is mapped outside the Go heap and populated when allocated, so this
+// is the whole pool (KV's NumBlocks x BytesPerBlock, to the page) until
+// Close gives it back. ok is false where the pool is Go memory.
+func (b *Backend) KVResident() (bytes int64, ok bool) {
+	if b.kvMem == nil {
+		return 0, false
+	}
+	return b.kvMem.resident()
+}
+
 // Name is "cpu" with the KV type and thread count.
 func (b *Backend) Name() string {
 	return fmt.Sprintf("cpu (kv %s, %d threads)", b.cfg.KVType, b.cfg.Threads)

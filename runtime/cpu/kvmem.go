@@ -45,6 +45,25 @@ func (m *kvMem) drop() {
 	}
 }
 
+// resident is how many bytes of the mapped pool are in memory; ok is false
+// when the pool is Go memory (no mapping, or not Linux), whose residency
+// the process cannot tell apart from the rest of the heap.
+func (m *kvMem) resident() (bytes int64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.regions) == 0 {
+		return 0, false
+	}
+	for _, r := range m.regions {
+		n, ok := kvResident(r)
+		if !ok {
+			return 0, false
+		}
+		bytes += n
+	}
+	return bytes, true
+}
+
 // unmap releases the mappings; it runs as the Backend's cleanup, once
 // nothing can reach the slices.
 func (m *kvMem) unmap() {

@@ -45,3 +45,20 @@ func kvMap(bytes int) (mapping []byte, ok bool) {
 func kvDrop(r []byte) { _ = unix.Madvise(r, unix.MADV_DONTNEED) }
 
 func kvUnmap(r []byte) { _ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r)), uintptr(len(r))) }
+
+// kvResident counts r's bytes in memory (mincore, 4 KiB at a time).
+func kvResident(r []byte) (int64, bool) {
+	if len(r) == 0 {
+		return 0, true
+	}
+	page := unix.Getpagesize()
+	vec := make([]byte, (len(r)+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(r))), uintptr(len(r)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0, false
+	}
+	var n int64
+	for _, v := range vec {
+		n += int64(v & 1)
+	}
+	return n * int64(page), true
+}
