@@ -280,6 +280,55 @@ func TestAttendChecks(t *testing.T) {
 	}
 }
 
+// TestAttendGroupSameBits: a GQA group's queries attended together (the
+// kernels score a group of rows for up to four queries at once, converting
+// each row once) give each query the bits it gets attended alone, on every
+// kernel set, F16 and F32, in one segment and in several, with a window.
+func TestAttendGroupSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	lengths := []int{33, 300, 2*attnSeg + 77}
+	if raceEnabled {
+		lengths = lengths[:2]
+	}
+	for _, hd := range []int{64, 128, 48} {
+		for _, nq := range []int{2, 4, 7, 8} {
+			for _, n := range lengths {
+				c := newAttnCase(rng, hd, nq, n, 16, 4)
+				if n > 100 {
+					c.kv.First = 19
+				}
+				scale := float32(1 / math.Sqrt(float64(hd)))
+				scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
+				for _, f16 := range []bool{true, false} {
+					for _, isa := range availableISAs() {
+						old := setISA(isa)
+						run := func(out, q []float32) {
+							if f16 {
+								AttendF16(out, q, c.k16, c.v16, c.kv, n, scale, nil, scratch)
+							} else {
+								AttendF32(out, q, c.k32, c.v32, c.kv, n, scale, nil, scratch)
+							}
+						}
+						group := make([]float32, nq*hd)
+						run(group, c.q)
+						for j := range nq {
+							alone := make([]float32, hd)
+							run(alone, c.q[j*hd:(j+1)*hd])
+							for i := range alone {
+								if math.Float32bits(alone[i]) != math.Float32bits(group[j*hd+i]) {
+									t.Fatalf("%v/f16=%v/hd=%d/nq=%d/n=%d: query %d out[%d] = %g in the group, %g alone",
+										isa, f16, hd, nq, n, j, i, group[j*hd+i], alone[i])
+								}
+							}
+						}
+						setISA(old)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSoftmaxCausal checks the batched prompt softmax against a float64
 // softmax of each row's causal prefix (its last window entries with a
 // sliding window), on every kernel set: the visible entries sum to one and

@@ -163,32 +163,71 @@ static AI void AF(apfr)(const char *p, long o0, long o1, long len) {
 	for (long o = o0; o < o1; o += 64) __builtin_prefetch(p + o);
 }
 
-// agrp: s[0..VW) = q · K[row r] for the VW rows at element ro of k, one
-// after another (hd % VW == 0), each reduced by ared; while it reads them it
-// prefetches the bytes of the same rows pb (apfb: NULL for none, len bytes
-// of it) holds.
-static AI void AF(agrp)(float *s, const float *q, const void *k, long ro, int hd, const char *pb, long pbo, long len,
-			const int WH) {
-	const long es = WH ? 2 : 4, step = (long)VW * VW * es;
-	AF(avf) a[VW];
+// agrp: s[j*m + r] = q_j · K[row r] for the NQ queries q + j*hd (NQ = 1,
+// 2 or 4) and the VW rows at element ro of k, one after another (hd % VW ==
+// 0). Each row's elements are converted once for all the queries: the rows
+// go in NQ sets of R = VW/NQ, whose R x NQ accumulators (query j, row r in
+// accumulator j*R + r) ared reduces together, so that query j's R scores
+// are R lanes in a row. Every score is summed in the
+// same order whatever NQ is (ared's tree is the same for every
+// accumulator). While it reads the rows it prefetches the bytes of the
+// same rows pb (apfb: NULL for none, len bytes of it) holds.
+static AI void AF(agrp)(float *s, long m, const float *q, const void *k, long ro, int hd, const char *pb, long pbo,
+			long len, const int NQ, const int WH) {
+	const int R = VW / NQ;
+	const long es = WH ? 2 : 4, step = (long)R * VW * es, rb = (long)R * hd * es;
+	for (int r0 = 0; r0 < VW; r0 += R) {
+		AF(avf) a[VW];
 #pragma GCC unroll 16
-	for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
-	for (int c = 0; c < hd; c += VW) {
-		const long o = pbo + (long)c * VW * es;
-		AF(apfr)(pb, o, o + step, len);
-		const AF(avf) qc = AF(ald)(q + c);
+		for (int i = 0; i < VW; i++) a[i] = (AF(avf)){0};
+		const long rr = ro + (long)r0 * hd, po = pbo + (long)(r0 / R) * rb;
+		for (int c = 0; c < hd; c += VW) {
+			const long o = po + (long)c * R * es;
+			AF(apfr)(pb, o, o + step, len);
+			AF(avf) qc[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++) qc[j] = AF(ald)(q + (long)j * hd + c);
 #pragma GCC unroll 16
-		for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro + (long)r * hd + c, WH) * qc;
+			for (int r = 0; r < R; r++) {
+				const AF(avf) kr = AF(akv)(k, rr + (long)r * hd + c, WH);
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) a[j * R + r] += kr * qc[j];
+			}
+		}
+		float t[VW];
+		AF(ast)(t, AF(ared)(a));
+#pragma GCC unroll 4
+		for (int j = 0; j < NQ; j++) memcpy(s + j * m + r0, t + j * R, (size_t)R * 4);
 	}
-	AF(ast)(s, AF(ared)(a));
 }
 
-// ascoresv: s[p-lo] = q · K[p] for one query and lo <= p < n, VW rows at a
-// time (one accumulator per row, reduced together by ared). Needs hv >= VW.
-// It prefetches the K rows WATT_PFB blocks ahead, up to position pn (0 for
-// none: the queries after the first of a group that share the rows).
-static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32_t *blocks, long bs, long stride,
-			    long off, int hd, int hv, int lo, int n, int pn, const int WH) {
+// agrpd: agrp with the common head dims as constants for a group of
+// queries, so that the rows' offsets are displacements of one address
+// rather than pointers the compiler keeps in registers and on the stack.
+// One query keeps hd a variable: unrolled whole, its 16 rows ran slower
+// (AttendLayer/layers, nq=1).
+static AI void AF(agrpd)(float *s, long m, const float *q, const void *k, long ro, int hd, const char *pb, long pbo,
+			 long len, const int NQ, const int WH) {
+	if (NQ == 1) {
+		AF(agrp)(s, m, q, k, ro, hd, pb, pbo, len, NQ, WH);
+		return;
+	}
+	switch (hd) {
+	case 64: AF(agrp)(s, m, q, k, ro, 64, pb, pbo, len, NQ, WH); break;
+	case 128: AF(agrp)(s, m, q, k, ro, 128, pb, pbo, len, NQ, WH); break;
+	case 256: AF(agrp)(s, m, q, k, ro, 256, pb, pbo, len, NQ, WH); break;
+	default: AF(agrp)(s, m, q, k, ro, hd, pb, pbo, len, NQ, WH);
+	}
+}
+
+// ascoresv: s[j*m + p-lo] = q_j · K[p] for the NQ queries q + j*hd (NQ = 1,
+// 2 or 4) and lo <= p < n, VW rows at a time (agrp where the rows are one
+// run of one block; else one accumulator per row and query, reduced
+// together by ared). Needs hv >= VW. It prefetches the K rows WATT_PFB
+// blocks ahead, up to position pn (0 for none: the queries after the first
+// group that share the rows).
+static AI void AF(ascoresv)(float *s, long m, const float *q, const void *k, const int32_t *blocks, long bs,
+			    long stride, long off, int hd, int hv, int lo, int n, int pn, const int NQ, const int WH) {
 	const long pfb = WATT_PFB(bs), es = WH ? 2 : 4;
 	const char *pb = 0;
 	long len = 0, pbk = -1;
@@ -200,8 +239,8 @@ static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32
 			pb = AF(apfb)(k, blocks, blk + pfb, bs, stride, off, hd, pn, &len, WH);
 		}
 		if (cnt == VW && hv == hd && slot + VW <= bs) { // the group's rows are one run of one block
-			AF(agrp)(s + p0 - lo, q, k, (long)blocks[blk] * stride + off + slot * hd, hd, pb, slot * hd * es, len,
-				 WH);
+			AF(agrpd)(s + p0 - lo, m, q, k, (long)blocks[blk] * stride + off + slot * hd, hd, pb, slot * hd * es,
+				  len, NQ, WH);
 			continue;
 		}
 		AF(apfr)(pb, slot * hd * es, (slot + cnt) * hd * es, len);
@@ -213,22 +252,38 @@ static AI void AF(ascoresv)(float *s, const float *q, const void *k, const int32
 				blk++;
 			}
 		}
-		AF(avf) a[VW];
+		for (int j = 0; j < NQ; j++) {
+			const float *qj = q + (long)j * hd;
+			AF(avf) a[VW];
 #pragma GCC unroll 16
-		for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
-		for (int c = 0; c < hv; c += VW) {
-			const AF(avf) qc = AF(ald)(q + c);
+			for (int r = 0; r < VW; r++) a[r] = (AF(avf)){0};
+			for (int c = 0; c < hv; c += VW) {
+				const AF(avf) qc = AF(ald)(qj + c);
 #pragma GCC unroll 16
-			for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro[r] + c, WH) * qc;
-		}
-		float sv[VW];
-		AF(ast)(sv, AF(ared)(a));
-		for (int r = 0; r < cnt; r++) {
-			float x = sv[r];
-			for (int c = hv; c < hd; c++) x += AF(aat)(k, ro[r] + c, WH) * q[c];
-			s[p0 - lo + r] = x;
+				for (int r = 0; r < VW; r++) a[r] += AF(akv)(k, ro[r] + c, WH) * qc;
+			}
+			float sv[VW];
+			AF(ast)(sv, AF(ared)(a));
+			for (int r = 0; r < cnt; r++) {
+				float x = sv[r];
+				for (int c = hv; c < hd; c++) x += AF(aat)(k, ro[r] + c, WH) * qj[c];
+				s[j * m + p0 - lo + r] = x;
+			}
 		}
 	}
+}
+
+// ascoresg: ascoresv for nq queries, in groups of 4, then 2, then 1; only
+// the first group prefetches.
+static AI void AF(ascoresg)(float *s, long m, const float *q, int nq, const void *k, const int32_t *blocks, long bs,
+			    long stride, long off, int hd, int hv, int lo, int n, int pn, const int WH) {
+	int j = 0;
+	for (; j + 4 <= nq; j += 4)
+		AF(ascoresv)(s + j * m, m, q + (long)j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, j == 0 ? pn : 0, 4, WH);
+	for (; j + 2 <= nq; j += 2)
+		AF(ascoresv)(s + j * m, m, q + (long)j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, j == 0 ? pn : 0, 2, WH);
+	for (; j < nq; j++)
+		AF(ascoresv)(s + j * m, m, q + (long)j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, j == 0 ? pn : 0, 1, WH);
 }
 
 // ascores: s[j*m + p-lo] = q_j · K[p] (m = n-lo, lo <= p < n) for the NQ
@@ -523,8 +578,8 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 		const int m = t1 - t0;
 		int j = 0;
 		if (hv > 0) {
-			for (; j < nq; j++)
-				AF(ascoresv)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, j == 0 ? pn : 0, WH);
+			AF(ascoresg)(sc, m, q, nq, k, blocks, bs, stride, off, hd, hv, t0, t1, pn, WH);
+			j = nq;
 		}
 		for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 4, WH);
 		for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 2, WH);
@@ -611,8 +666,8 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 	const int hv = hd - hd % VW;
 	int j = 0;
 	if (hv > 0) {
-		for (; j < nq; j++)
-			AF(ascoresv)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, j == 0 ? n : 0, WH);
+		AF(ascoresg)(sc, np, q, nq, k, blocks, bs, stride, off, hd, hv, lo, n, n, WH);
+		j = nq;
 	}
 	for (; j + 4 <= nq; j += 4) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 4, WH);
 	for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * np, q + j * hd, k, blocks, bs, stride, off, hd, hv, lo, n, 2, WH);
