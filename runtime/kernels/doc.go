@@ -199,7 +199,10 @@
 // sequence's rows through the pool, where the hardware prefetcher cannot
 // follow, so the kernels prefetch the rows two blocks ahead a few lines at
 // a time inside the loops that read the current block (a burst of a whole
-// block's prefetches stalls the loads behind it). The CPU backend uses them for
+// block's prefetches stalls the loads behind it). A group's query heads are
+// scored four (or two) at a time, each K row converted once for all of
+// them, in the order one query alone would sum (the same bits). The CPU
+// backend uses them for
 // decode and short chunks; SoftmaxCausal (causal, optionally windowed)
 // serves long chunks between two MatMuls. Attention sinks (gpt-oss: one
 // learned logit per query head) join the softmax as ggml's soft_max takes
