@@ -168,10 +168,10 @@ static AI void AF(apfr)(const char *p, long o0, long o1, long len) {
 // 0). Each row's elements are converted once for all the queries: the rows
 // go in NQ sets of R = VW/NQ, whose R x NQ accumulators (query j, row r in
 // accumulator j*R + r) ared reduces together, so that query j's R scores
-// are R lanes in a row. Every score is summed in the
-// same order whatever NQ is (ared's tree is the same for every
-// accumulator). While it reads the rows it prefetches the bytes of the
-// same rows pb (apfb: NULL for none, len bytes of it) holds.
+// are R lanes in a row. Every score is summed in the same order whatever
+// NQ is (ared's tree is the same for every accumulator). While it reads the
+// rows it prefetches the bytes of the same rows pb (apfb: NULL for none,
+// len bytes of it) holds.
 static AI void AF(agrp)(float *s, long m, const float *q, const void *k, long ro, int hd, const char *pb, long pbo,
 			long len, const int NQ, const int WH) {
 	const int R = VW / NQ;
