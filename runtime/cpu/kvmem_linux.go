@@ -46,7 +46,7 @@ func kvDrop(r []byte) { _ = unix.Madvise(r, unix.MADV_DONTNEED) }
 
 func kvUnmap(r []byte) { _ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r)), uintptr(len(r))) }
 
-// kvResident counts r's bytes in memory (mincore, 4 KiB at a time).
+// kvResident counts r's bytes in memory (mincore, a page at a time).
 func kvResident(r []byte) (int64, bool) {
 	if len(r) == 0 {
 		return 0, true
