@@ -73,6 +73,32 @@ static AI AF(avf) AF(asel)(AF(avi) m, AF(avf) a, AF(avf) b) {
 	return a;
 }
 
+// ahmax: the largest lane of v, or NaN when a lane is NaN: what a scan of
+// the lanes keeping the larger (or the NaN) gives, in a butterfly of
+// shuffles rather than a branch per lane (data-dependent branches there
+// mispredicted once per tile and emptied the pipeline of its loads).
+// Between a +0 and a -0 it may keep either: the callers only subtract it
+// and exponentiate, where the two are the same.
+static AI AF(avf) AF(amaxv)(AF(avf) a, AF(avf) b) {
+	return AF(asel)((a > b) | (a != a), a, b);
+}
+static AI float AF(ahmax)(AF(avf) v) {
+#if VW == 16
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}));
+#elif VW == 8
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){4, 5, 6, 7, 0, 1, 2, 3}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){2, 3, 0, 1, 6, 7, 4, 5}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){1, 0, 3, 2, 5, 4, 7, 6}));
+#else
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){2, 3, 0, 1}));
+	v = AF(amaxv)(v, __builtin_shuffle(v, (AF(avi)){1, 0, 3, 2}));
+#endif
+	return v[0];
+}
+
 // aexp: e^x per lane, the same approximation as Exps' C kernels (vec.go)
 // (body_exp.h).
 #define EXP_VF AF(avf)
@@ -400,10 +426,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 		AF(ast)(row + p, x);
 		mv = AF(asel)((x > mv) | (x != x), x, mv);
 	}
-	float mx = -__builtin_inff(), ml[VW];
-	AF(ast)(ml, mv);
-	for (int i = 0; i < VW; i++)
-		if (ml[i] > mx || ml[i] != ml[i]) mx = ml[i];
+	float mx = AF(ahmax)(mv);
 	for (; p < n; p++) {
 		const float x = row[p] * scale;
 		row[p] = x;
@@ -524,10 +547,7 @@ static AI float AF(atile)(float *row, int m, float scale, float *mx, float *l) {
 		AF(ast)(row + p, x);
 		mv = AF(asel)((x > mv) | (x != x), x, mv);
 	}
-	float tm = -__builtin_inff(), ml[VW];
-	AF(ast)(ml, mv);
-	for (int i = 0; i < VW; i++)
-		if (ml[i] > tm || ml[i] != ml[i]) tm = ml[i];
+	float tm = AF(ahmax)(mv);
 	for (; p < m; p++) {
 		const float x = row[p] * scale;
 		row[p] = x;
@@ -585,13 +605,13 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 		for (; j + 2 <= nq; j += 2) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 2, WH);
 		for (; j < nq; j++) AF(ascores)(sc + j * m, q + j * hd, k, blocks, bs, stride, off, hd, hv, t0, t1, 1, WH);
 		for (j = 0; j < nq; j++) {
+			// Scaled always, also by 1 (the same bits): a branch on
+			// alpha mispredicts whenever the largest score moves.
 			const float alpha = AF(atile)(sc + j * m, m, scale, mx + j, ls + j);
-			if (alpha != 1) {
-				float *oj = o + (long)j * hd;
-				int c = 0;
-				for (; c + VW <= hd; c += VW) AF(ast)(oj + c, AF(ald)(oj + c) * alpha);
-				for (; c < hd; c++) oj[c] *= alpha;
-			}
+			float *oj = o + (long)j * hd;
+			int c = 0;
+			for (; c + VW <= hd; c += VW) AF(ast)(oj + c, AF(ald)(oj + c) * alpha);
+			for (; c < hd; c++) oj[c] *= alpha;
 		}
 		AF(aouts)(o, sc, v, blocks, bs, stride, off, hd, nq, t0, t1, pn, WH);
 		t0 = t1;
