@@ -424,7 +424,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 	for (; p + VW <= n; p += VW) {
 		const AF(avf) x = AF(ald)(row + p) * scale;
 		AF(ast)(row + p, x);
-		mv = AF(asel)((x > mv) | (x != x), x, mv);
+		mv = AF(amaxv)(x, mv);
 	}
 	float mx = AF(ahmax)(mv);
 	for (; p < n; p++) {
@@ -545,7 +545,7 @@ static AI float AF(atile)(float *row, int m, float scale, float *mx, float *l) {
 	for (; p + VW <= m; p += VW) {
 		const AF(avf) x = AF(ald)(row + p) * scale;
 		AF(ast)(row + p, x);
-		mv = AF(asel)((x > mv) | (x != x), x, mv);
+		mv = AF(amaxv)(x, mv);
 	}
 	float tm = AF(ahmax)(mv);
 	for (; p < m; p++) {
