@@ -17,13 +17,13 @@
 # count, its context seqs x (D + 32) + 512 tokens) and `weft bench --engine --context D --steps 32`
 # (each sequence holds D tokens of KV when the timed steps start), alternating as above, then a
 # table of tokens/s and of each figure's share of the bandwidth bound: seqs x the streaming
-# bandwidth weft measures / (the file's tensor bytes + seqs x (D + 16) x the F16 KV bytes of one
+# bandwidth weft measures / (the file's tensor bytes + seqs x (D + 16) x the KV bytes of one
 # token over all layers), the weights and every sequence's KV read once per step (D + 16: the
-# middle of the 32 timed steps).
+# middle of the 32 timed steps). --kv-type sets the cache type of both programs there.
 #
 # usage: scripts/vs-llamacpp.sh [--src DIR] [--llama-build DIR] [--work DIR] [--types "F16 Q8_0 Q4_K_M"]
 #            [--preset NAME] [--rounds N] [--threads T] [--seqs LIST] [--prompt TEXT] [--weft BIN] [--lock FILE]
-#            [--depths LIST]
+#            [--depths LIST] [--kv-type TYPE]
 #
 #   --src DIR          llama.cpp source to build (default: the release the npm package
 #                      node-llama-cpp@3.22.1 bundles, unpacked under the work directory)
@@ -41,6 +41,8 @@
 #   --weft BIN         weft binary to use (default: built from this checkout)
 #   --depths LIST      context depths of a decode sweep, comma-separated (e.g. 256,2048,8192); given,
 #                      the sweep replaces the prompt / decode / wall comparison
+#   --kv-type TYPE     the KV cache type of the depth sweep: f16 (default), or q8_0 (weft --kv-type
+#                      q8_0; llama.cpp -ctk q8_0 -ctv q8_0 with flash attention, which that needs)
 #   --lock FILE        hold flock(1) on FILE during each program's runs, so that other heavy jobs
 #                      sharing the machine and the lock wait between measurements, not during them
 #
@@ -60,6 +62,7 @@ prompt="Once upon a time"
 weft=""
 lock=""
 depths=""
+kvtype=f16
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--src) src="$2"; shift 2 ;;
@@ -74,6 +77,7 @@ while [[ $# -gt 0 ]]; do
 	--weft) weft="$2"; shift 2 ;;
 	--lock) lock="$2"; shift 2 ;;
 	--depths) depths="$2"; shift 2 ;;
+	--kv-type) kvtype="$2"; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "vs-llamacpp: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
@@ -81,6 +85,11 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --rounds must be a positive count" >&2; exit 2; }
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "vs-llamacpp: --threads must be a positive count" >&2; exit 2; }
 [[ "$seqs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "vs-llamacpp: --seqs must be counts separated by commas" >&2; exit 2; }
+case "$kvtype" in
+f16) llama_kv=() ;;
+q8_0) llama_kv=(-ctk q8_0 -ctv q8_0) ;;
+*) echo "vs-llamacpp: --kv-type must be f16 or q8_0" >&2; exit 2 ;;
+esac
 [[ -z "$depths" || "$depths" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "vs-llamacpp: --depths must be counts separated by commas" >&2; exit 2; }
 maxseqs="$(tr ',' '\n' <<<"$seqs" | sort -n | tail -1)"
 
@@ -300,7 +309,9 @@ dsteps=32
 depth_llama() { # round type label dir depth
 	local r="$1" t="$2" label="$3" dir="$4" d="$5" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-$3-d$5"
 	echo "round $r $t depth $d: llama.cpp ($label)"
-	"$dir/bin/llama-bench" -m "$f" -d "$d" -p 0 -n "$dsteps" -r 2 -t "$threads" -o json >"$log-bench.json" 2>"$log-bench.err" ||
+	local fa=()
+	if [[ "$kvtype" != f16 ]]; then fa=(-fa 1); fi
+	"$dir/bin/llama-bench" -m "$f" -d "$d" -p 0 -n "$dsteps" -r 2 -t "$threads" "${llama_kv[@]}" "${fa[@]}" -o json >"$log-bench.json" 2>"$log-bench.err" ||
 		{ echo "vs-llamacpp: llama-bench failed (see $log-bench.err)" >&2; exit 1; }
 	python3 - "$log-bench.json" "$r $t $label" "$d" >>"$results" <<'EOF'
 import json, sys
@@ -308,8 +319,9 @@ for e in json.load(open(sys.argv[1])):
     if e["n_gen"] > 0 and e["n_prompt"] == 0:
         print(sys.argv[2], "tg@%s" % sys.argv[3], e["avg_ts"])
 EOF
+	if [[ "$kvtype" != f16 ]]; then fa=(-fa on); fi
 	"$dir/bin/llama-batched-bench" -m "$f" -c $((maxseqs * (d + dsteps) + 512)) -b 2048 -ub 512 -npp "$d" -ntg "$dsteps" \
-		-npl "$seqs" -t "$threads" --output-format jsonl >"$log-batched.txt" 2>&1 </dev/null ||
+		-npl "$seqs" -t "$threads" "${llama_kv[@]}" "${fa[@]}" --output-format jsonl >"$log-batched.txt" 2>&1 </dev/null ||
 		{ echo "vs-llamacpp: llama-batched-bench failed (see $log-batched.txt)" >&2; exit 1; }
 	python3 - "$log-batched.txt" "$r $t $label" "$d" >>"$results" <<'EOF'
 import json, sys
@@ -324,7 +336,7 @@ depth_weft() { # round type depth
 	local r="$1" t="$2" d="$3" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-weft-d$3"
 	echo "round $r $t depth $d: weft"
 	GOMAXPROCS="$threads" "$weft" bench --engine --model "$f" --seqs "$seqs" --steps "$dsteps" --context "$d" \
-		--prompt 16 --prompt-reps 1 --format json >"$log-bench.json" 2>"$log-bench.err" ||
+		--prompt 16 --prompt-reps 1 --kv-type "$kvtype" --format json >"$log-bench.json" 2>"$log-bench.err" ||
 		{ echo "vs-llamacpp: weft bench failed (see $log-bench.err)" >&2; exit 1; }
 	python3 - "$log-bench.json" "$r $t weft" "$d" "$dsteps" >>"$results" <<'EOF'
 import json, sys
@@ -366,7 +378,7 @@ def cell(x):
     return "-" if x is None else ("%.1f" % x if x >= 10 else "%.2f" % x)
 def pct(x, b):
     return "-" if x is None or not b else "%.0f%%" % (100 * x / b)
-print("Decode at depth (tokens/s; bound: seqs x streaming GB/s / (weight bytes + seqs x (depth + 16) x F16 KV bytes per token));")
+print("Decode at depth (tokens/s; bound: seqs x streaming GB/s / (weight bytes + seqs x (depth + 16) x KV bytes per token));")
 print("llama.cpp at 1 sequence: llama-bench -d DEPTH -n 32 -p 0; at N: llama-batched-bench -npp DEPTH -ntg 32 -npl N")
 print("| round | file | depth | seqs | weft t/s | weft % of bound | " + " | ".join("llama.cpp %s t/s | llama.cpp %s %% of bound | weft / llama.cpp %s" % (l, l, l) for l in labels) + " | bound t/s |")
 print("|---|---|---|---|---|---|" + "---|---|---|" * len(labels) + "---|")

@@ -16,6 +16,48 @@ import (
 // the in-process commands (generate, bench --engine) all go through
 // pickBackend.
 
+// kvTypeUsage is --kv-type's help (serve, generate, bench --engine).
+const kvTypeUsage = "KV cache element type on the CPU backend: f16, f32, or q8_0 (int8 with a float32 scale per 32 elements, " +
+	"0.56x the memory of f16; the head dimension must be a multiple of 32). The CUDA backend caches f16, so other types run on the CPU " +
+	"(--backend auto picks it)"
+
+// checkKVType checks --kv-type against --backend: f16 runs everywhere; f32
+// and q8_0 only on the CPU backend, so --backend cuda refuses them (and
+// auto takes the CPU for them: kvBackend).
+func checkKVType(kvType, backend string) error {
+	switch kvType {
+	case "f16":
+		return nil
+	case "f32", "q8_0":
+		if backend == "cuda" {
+			return fmt.Errorf("--kv-type %s runs on the CPU backend only (the CUDA backend caches f16): use --backend cpu or auto, or --kv-type f16", kvType)
+		}
+		return nil
+	}
+	return fmt.Errorf("--kv-type must be f16, f32 or q8_0, got %q", kvType)
+}
+
+// kvBackend is the --backend choice pickBackend gets: auto becomes cpu for
+// a KV type only the CPU backend has.
+func kvBackend(choice, kvType string) string {
+	if choice == "auto" && kvType != "f16" && kvType != "" {
+		return "cpu"
+	}
+	return choice
+}
+
+// kvBytesPerToken is the bytes elems K and V elements take in cache type
+// kvType (a q8_0 element is a byte and a 32nd of a float32 scale).
+func kvBytesPerToken(elems int, kvType string) int {
+	switch kvType {
+	case "f32":
+		return 4 * elems
+	case "q8_0":
+		return elems * 9 / 8
+	}
+	return 2 * elems
+}
+
 // pickBackend builds the backend that --backend choice (auto, cpu, cuda)
 // selects, and says why it is the one: cpu and cuda as asked (cuda fails
 // without CUDA); auto takes CUDA when it opens, else the CPU with what CUDA
@@ -60,7 +102,7 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 // cpu.PlanPool from --kv-memory or RAM.
 func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
 	co := cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil, MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens, Eager: c.CUDAEager}
-	return pickBackend(m, c.Backend, c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
+	return pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
 }
 
 // servePool sizes serve's CPU KV pool (servePlan) and logs the plan.
@@ -74,7 +116,7 @@ func servePool(c serveConfig, m *runtime.Model, log *slog.Logger) (cpu.Config, e
 		return cpu.Config{}, err
 	}
 	log.Info("kv pool sized", "plan", plan.String())
-	return cpu.Config{BlockSize: plan.BlockSize, KVType: "f16", NumBlocks: plan.NumBlocks, SlidingKV: slidingKV(c)}, nil
+	return cpu.Config{BlockSize: plan.BlockSize, KVType: c.KVType, NumBlocks: plan.NumBlocks, SlidingKV: slidingKV(c)}, nil
 }
 
 // slidingKV says whether serve lays the CPU pool out in layer groups, so
@@ -91,7 +133,7 @@ func servePlan(c serveConfig, hp llama.HParams, windows []int, weights uint64, l
 	pool := cpu.PoolConfig{
 		KVMemory: c.KVMemory, WeightsBytes: weights,
 		Layers: hp.Layers, KVDim: hp.KVHeads * hp.HeadDim, ContextLen: hp.ContextLen,
-		MaxSeqs: c.MaxSeqs, KVType: "f16",
+		MaxSeqs: c.MaxSeqs, KVType: c.KVType,
 	}
 	if slidingKV(c) {
 		pool.Windows = windows

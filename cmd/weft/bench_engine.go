@@ -44,6 +44,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	kernelSet := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	kvType := fs.String("kv-type", "f16", "CPU KV cache type: f16, f32 or q8_0 (int8 with a float32 scale per 32 elements)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the timed decode steps of the last --seqs count to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,6 +64,9 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *invariant && *backendFlag == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
+	}
+	if err := checkKVType(*kvType, *backendFlag); err != nil {
+		return err
 	}
 	defer startBatchInvariant(*invariant)()
 	if *kernelSet != "" {
@@ -155,10 +159,10 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	var backendName, backendWhy string
 	newBackend := func(seqs, tokens int) (batch.Backend, int, error) {
 		const bs = batch.DefaultBlockSize
-		b, why, err := pickBackend(m, *backendFlag, *invariant,
+		b, why, err := pickBackend(m, kvBackend(*backendFlag, *kvType), *invariant,
 			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
 			func() (cpu.Config, error) {
-				return cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs)}, nil
+				return cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs), KVType: *kvType}, nil
 			},
 			slog.New(slog.DiscardHandler))
 		if err != nil {
@@ -295,10 +299,12 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 			"bandwidth_gbs": *bandwidth, "bandwidth_why": bwWhy, "llc_bytes": pk.LLCBytes,
 			"stream_bandwidth_gbs": pk.BandwidthGBs, "cache_bandwidth_gbs": pk.CacheBandwidthGBs,
 			"gflops": *gflops, "int8_gops": *int8Gops, "flops_per_token": flopsPerToken, "results": rows,
-			// kv_bytes_per_token: the F16 keys and values one token of context
-			// holds over all layers, what a decode step reads per context token
-			// of each sequence (full attention on every layer).
-			"kv_bytes_per_token": hp.Layers * 2 * hp.KVHeads * hp.HeadDim * 2, "context": *ctxLen,
+			// kv_bytes_per_token: the keys and values (of --kv-type) one
+			// token of context holds over all layers, what a decode step
+			// reads per context token of each sequence (full attention on
+			// every layer).
+			"kv_bytes_per_token": kvBytesPerToken(hp.Layers*2*hp.KVHeads*hp.HeadDim, *kvType), "kv_type": *kvType,
+			"context":         *ctxLen,
 			"batch_invariant": kernels.BatchInvariant(),
 		})
 	}

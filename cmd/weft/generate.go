@@ -46,8 +46,8 @@ func (c *generateConfig) validate() error {
 	if c.Format != "text" && c.Format != "json" {
 		return fmt.Errorf("--format must be text or json, got %q", c.Format)
 	}
-	if c.KVType != "f16" && c.KVType != "f32" {
-		return fmt.Errorf("--kv-type must be f16 or f32, got %q", c.KVType)
+	if err := checkKVType(c.KVType, c.Backend); err != nil {
+		return err
 	}
 	if c.Threads < 0 {
 		return fmt.Errorf("--threads must be >= 0, got %d", c.Threads)
@@ -98,7 +98,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&c.Sampling.TopK, "top-k", 0, "top-k filter (0: off)")
 	fs.Float64Var(&topP, "top-p", 0, "nucleus filter (0 or 1: off)")
 	fs.Uint64Var(&seed, "seed", 0, "sampling seed")
-	fs.StringVar(&c.KVType, "kv-type", "f16", "KV cache type: f16 or f32")
+	fs.StringVar(&c.KVType, "kv-type", "f16", kvTypeUsage)
 	fs.IntVar(&c.Threads, "threads", 0, "worker threads (0: all cores)")
 	fs.StringVar(&c.Format, "format", "text", "output: text or json")
 	fs.IntVar(&c.Chunk, "prompt-chunk", 512, "prompt tokens per forward step")
@@ -177,7 +177,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	maxTokens := min(c.MaxTokens, ctxLen-len(prompt))
 	total := len(prompt) + maxTokens
 	const bs = batch.DefaultBlockSize
-	b, why, err := pickBackend(m, c.Backend, c.BatchInvariant,
+	b, why, err := pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
 		func() (cpu.Config, error) {
 			return cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads}, nil

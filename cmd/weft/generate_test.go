@@ -67,6 +67,29 @@ func TestGenerateBuiltinText(t *testing.T) {
 	}
 }
 
+// TestGenerateKVQ8 generates with a Q8_0 KV cache on a model whose head
+// dim allows it (synth-256: 64), and refuses it, naming the reason, on the
+// built-in stories260K (head dim 8) and on the CUDA backend.
+func TestGenerateKVQ8(t *testing.T) {
+	model := shareddata.Path(t, "synth/models/synth-256-F32.gguf")
+	var out bytes.Buffer
+	if err := generateCmd(context.Background(), []string{"--model", model, "--prompt", "Once upon a time", "--max-tokens", "8",
+		"--kv-type", "q8_0", "--format", "json"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "kv q8_0") {
+		t.Errorf("output %q does not name the q8_0 cache in its backend", out.String())
+	}
+	err := generateCmd(context.Background(), []string{"--prompt", "Hello", "--max-tokens", "2", "--kv-type", "q8_0"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "multiple of 32") {
+		t.Errorf("q8_0 on stories260K: %v, want the head dim's error", err)
+	}
+	err = generateCmd(context.Background(), []string{"--prompt", "Hello", "--kv-type", "q8_0", "--backend", "cuda"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "CPU backend only") {
+		t.Errorf("q8_0 on --backend cuda: %v, want the CPU-only error", err)
+	}
+}
+
 func TestGenerateRejectsFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--max-tokens", "0"},

@@ -51,6 +51,7 @@ type serveConfig struct {
 	MaxBatchTokens int           // tokens per step
 	MaxWaiting     int           // waiting queue bound
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
+	KVType         string        // the CPU KV cache's element type: f16, f32 or q8_0 (checkKVType)
 	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
 	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
 	ToolFormat     string        // the tool-call format of replies (toolcall.ParseFormat; "": detected from the template)
@@ -87,6 +88,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.BatchInvariant && c.Backend == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
+	}
+	if err := checkKVType(c.KVType, c.Backend); err != nil {
+		return err
 	}
 	switch c.Batching {
 	case scheduler.BatchingContinuous, scheduler.BatchingStatic:
@@ -199,6 +203,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 		fmt.Sprintf("speculate only in steps of at most this many tokens, drafts included: above it the step is compute-bound and drafts cost real time; measure the crossover on the machine (weft bench with and without --spec) (0: %d)", scheduler.DefaultSpecMaxStepTokens))
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, fmt.Sprintf("most requests waiting for admission (0: scheduler default, %d)", scheduler.DefaultMaxWaiting))
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
+	fs.StringVar(&c.KVType, "kv-type", "f16", kvTypeUsage)
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
 		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
 	fs.StringVar(&c.EmbedPooling, "embed-pooling", scheduler.DefaultPooling.String(),

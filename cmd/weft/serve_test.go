@@ -183,7 +183,14 @@ func TestServeFlags(t *testing.T) {
 	if c, err := parseServeFlags([]string{"--cuda-eager"}); err != nil || !c.CUDAEager {
 		t.Errorf("--cuda-eager: %+v, %v", c.CUDAEager, err)
 	}
-	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}, {"--max-prompt-bytes", "-1"}} {
+	if c.KVType != "f16" {
+		t.Errorf("--kv-type default %q, want f16", c.KVType)
+	}
+	if c, err := parseServeFlags([]string{"--kv-type", "q8_0"}); err != nil || c.KVType != "q8_0" || kvBackend(c.Backend, c.KVType) != "cpu" {
+		t.Errorf("--kv-type q8_0: %q, %v (backend %q)", c.KVType, err, kvBackend(c.Backend, c.KVType))
+	}
+	for _, bad := range [][]string{{"--gpu-memory-utilization", "0"}, {"--gpu-memory-utilization", "1.5"}, {"--backend", "tpu"}, {"--batching", "dynamic"}, {"--tls-cert", "x"}, {"--kv-memory", "lots"}, {"--max-prompt-bytes", "-1"},
+		{"--kv-type", "q8"}, {"--kv-type", "q8_0", "--backend", "cuda"}} {
 		if _, err := parseServeFlags(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -23,13 +23,18 @@ type Backend struct {
 	kvDim int
 	qDim  int
 	f16   bool
+	q8    bool
 	// KV pool per slot of a layer group (layout.Size slots; layer li is in
 	// slot layout.Slot[li]): NumBlocks*BlockSize*kvDim elements, one of the
-	// two pairs is used depending on the KV type. With one group a slot is
-	// a layer.
+	// three sets is used depending on the KV type. With one group a slot is
+	// a layer. A Q8_0 cache keeps the int8 elements (k8, v8) at the
+	// elements' offsets and one scale per kernels.KVQ8Block elements (kd,
+	// vd; element i's is at i/KVQ8Block).
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
-	kvMem    *kvMem // the memory of k16, v16, k32, v32
+	k8, v8   [][]int8
+	kd, vd   [][]float32
+	kvMem    *kvMem // the memory of all of them
 	layout   batch.KVLayout
 
 	// thetaScales holds base^(-2/headDim) for each distinct rotary base of
@@ -74,7 +79,7 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	hp := m.HP
-	b := &Backend{m: m, cfg: cfg, kvDim: hp.KVHeads * hp.HeadDim, qDim: hp.Heads * hp.HeadDim, f16: cfg.KVType == "f16"}
+	b := &Backend{m: m, cfg: cfg, kvDim: hp.KVHeads * hp.HeadDim, qDim: hp.Heads * hp.HeadDim, f16: cfg.KVType == "f16", q8: cfg.KVType == "q8_0"}
 	windows := make([]int, len(m.Layers))
 	for li, l := range m.Layers {
 		windows[li] = l.Window
@@ -84,10 +89,16 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 	b.kvMem = &kvMem{}
 	attachKVMem(b, b.kvMem)
 	for range b.layout.Size {
-		if b.f16 {
+		switch {
+		case b.q8:
+			b.k8 = append(b.k8, kvAlloc[int8](b.kvMem, n))
+			b.v8 = append(b.v8, kvAlloc[int8](b.kvMem, n))
+			b.kd = append(b.kd, kvAlloc[float32](b.kvMem, n/kernels.KVQ8Block))
+			b.vd = append(b.vd, kvAlloc[float32](b.kvMem, n/kernels.KVQ8Block))
+		case b.f16:
 			b.k16 = append(b.k16, kvAlloc[uint16](b.kvMem, n))
 			b.v16 = append(b.v16, kvAlloc[uint16](b.kvMem, n))
-		} else {
+		default:
 			b.k32 = append(b.k32, kvAlloc[float32](b.kvMem, n))
 			b.v32 = append(b.v32, kvAlloc[float32](b.kvMem, n))
 		}
@@ -121,14 +132,10 @@ func New(m *llama.Model, cfg Config) (*Backend, error) {
 
 // KV describes the pool.
 func (b *Backend) KV() batch.KVInfo {
-	el := 4
-	if b.f16 {
-		el = 2
-	}
 	return batch.KVInfo{
 		BlockSize:     b.cfg.BlockSize,
 		NumBlocks:     b.cfg.NumBlocks,
-		BytesPerBlock: batch.KVBytesPerBlock(b.layout.Size, b.kvDim, b.cfg.BlockSize, el),
+		BytesPerBlock: kvBlockBytes(b.layout.Size, b.kvDim, b.cfg.BlockSize, b.cfg.KVType),
 		Windows:       b.layout.Windows,
 		Type:          b.cfg.KVType,
 	}
@@ -162,7 +169,7 @@ var _ batch.DraftLogits = (*Backend)(nil)
 
 // Close drops the KV pool and gives its memory back (kvMem.drop).
 func (b *Backend) Close() error {
-	b.k16, b.v16, b.k32, b.v32 = nil, nil, nil, nil
+	b.k16, b.v16, b.k32, b.v32, b.k8, b.v8, b.kd, b.vd = nil, nil, nil, nil, nil, nil, nil, nil
 	if b.kvMem != nil {
 		b.kvMem.drop()
 	}
@@ -176,7 +183,7 @@ func (b *Backend) checkStep(seqs []batch.SeqStep, logits [][]float32) (int, erro
 	if len(logits) != len(seqs) {
 		return 0, fmt.Errorf("%w: %d logits slots for %d sequences", ErrBadStep, len(logits), len(seqs))
 	}
-	if b.k16 == nil && b.k32 == nil {
+	if b.k16 == nil && b.k32 == nil && b.k8 == nil {
 		return 0, errors.New("cpu: backend is closed")
 	}
 	total := 0
@@ -532,7 +539,8 @@ func (b *Backend) kvOff(block int32, g, slot int) int {
 }
 
 // storeKV writes each token's K and V into its sequence's blocks (rounded
-// to F16 for an F16 cache).
+// to F16 for an F16 cache, quantized per row for a Q8_0 one: a row is
+// whole blocks of kernels.KVQ8Block, Config.validate checks).
 func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 	bs, kd, hd := b.cfg.BlockSize, b.kvDim, b.m.HP.HeadDim
 	var k16, v16 []uint16
@@ -551,10 +559,14 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 			for g := range b.m.HP.KVHeads {
 				off := b.kvOff(table[p/bs], g, p%bs)
 				ks, vs := k[t*kd+g*hd:t*kd+(g+1)*hd], v[t*kd+g*hd:t*kd+(g+1)*hd]
-				if b.f16 {
+				switch {
+				case b.q8:
+					kernels.QuantizeKVQ8(b.k8[slot][off:off+hd], b.kd[slot][off/kernels.KVQ8Block:], ks)
+					kernels.QuantizeKVQ8(b.v8[slot][off:off+hd], b.vd[slot][off/kernels.KVQ8Block:], vs)
+				case b.f16:
 					copy(b.k16[slot][off:off+hd], k16[t*kd+g*hd:t*kd+(g+1)*hd])
 					copy(b.v16[slot][off:off+hd], v16[t*kd+g*hd:t*kd+(g+1)*hd])
-				} else {
+				default:
 					copy(b.k32[slot][off:off+hd], ks)
 					copy(b.v32[slot][off:off+hd], vs)
 				}
@@ -640,9 +652,12 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 		t := tok0 + j
 		kv.First = firstVisible(sq.Pos+j, window)
 		lo, hi := t*b.qDim+g*group*hd, t*b.qDim+(g+1)*group*hd
-		if b.f16 {
+		switch {
+		case b.q8:
+			kernels.AttendQ8(out[lo:hi], q[lo:hi], b.k8[slot], b.kd[slot], b.v8[slot], b.vd[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
+		case b.f16:
 			kernels.AttendF16(out[lo:hi], q[lo:hi], b.k16[slot], b.v16[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
-		} else {
+		default:
 			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[slot], b.v32[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
@@ -686,10 +701,14 @@ func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n
 		cnt := min(bs-slot, n-p0) * hd
 		off := b.kvOff(table[p0/bs], g, slot)
 		d := (p0 - k0) * hd
-		if b.f16 {
+		switch {
+		case b.q8:
+			kernels.DequantizeKVQ8(kk[d:d+cnt], b.k8[ls][off:off+cnt], b.kd[ls][off/kernels.KVQ8Block:])
+			kernels.DequantizeKVQ8(vv[d:d+cnt], b.v8[ls][off:off+cnt], b.vd[ls][off/kernels.KVQ8Block:])
+		case b.f16:
 			kernels.F16ToF32s(kk[d:d+cnt], b.k16[ls][off:off+cnt])
 			kernels.F16ToF32s(vv[d:d+cnt], b.v16[ls][off:off+cnt])
-		} else {
+		default:
 			copy(kk[d:d+cnt], b.k32[ls][off:off+cnt])
 			copy(vv[d:d+cnt], b.v32[ls][off:off+cnt])
 		}

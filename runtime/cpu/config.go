@@ -16,7 +16,10 @@ type Config struct {
 	// four sequences of the model's full context length. PlanPool sizes it
 	// from a memory budget or the machine's RAM.
 	NumBlocks int
-	// KVType is the cache element type: "f16" (default, like llama.cpp) or "f32".
+	// KVType is the cache element type: "f16" (default, like llama.cpp),
+	// "f32", or "q8_0" (int8 elements and one float32 scale per 32 of
+	// them, the values ggml's q8_0 cache holds: 1.125 bytes an element;
+	// the head dimension must be a multiple of 32).
 	KVType string
 	// SlidingKV lays the pool out in layer groups (batch.NewKVLayout) so
 	// that the blocks of sliding-window layers can go back to the pool once
@@ -43,8 +46,12 @@ func (c *Config) validate(hp llama.HParams) error {
 	case "":
 		c.KVType = "f16"
 	case "f16", "f32":
+	case "q8_0":
+		if hp.HeadDim%kernels.KVQ8Block != 0 {
+			return fmt.Errorf("cpu: KVType q8_0 needs a head dimension that is a multiple of %d; this model's is %d (use f16)", kernels.KVQ8Block, hp.HeadDim)
+		}
 	default:
-		return fmt.Errorf("cpu: KVType %q (want f16 or f32)", c.KVType)
+		return fmt.Errorf("cpu: KVType %q (want f16, f32 or q8_0)", c.KVType)
 	}
 	if c.NumBlocks == 0 {
 		c.NumBlocks = (4*hp.ContextLen + c.BlockSize - 1) / c.BlockSize

@@ -5,8 +5,11 @@
 // # The backend
 //
 // New(m, Config) allocates a KV pool of Config.NumBlocks blocks of
-// BlockSize positions, per layer, K and V, in F16 (default, like llama.cpp)
-// or F32. On Linux the pool is mapped outside the Go heap, on transparent
+// BlockSize positions, per layer, K and V, in F16 (default, like llama.cpp),
+// F32 or Q8_0 (int8 with a float32 scale per 32 elements, the values
+// ggml's q8_0 cache holds: kernels.QuantizeKVQ8 when a row is stored,
+// kernels.AttendQ8 reading it in place, kernels.DequantizeKVQ8 for the
+// gathered rows of long chunks). On Linux the pool is mapped outside the Go heap, on transparent
 // huge pages where the kernel grants them (madvise mode), and populated at
 // New (kvmem.go): serving never pays its first-touch page faults, which
 // otherwise land on the steps of the first minutes as fresh blocks are
@@ -17,7 +20,7 @@
 // n = total tokens); the Q, K and V products of one input, and gate and up,
 // each run as one kernels.MatMuls job (one pool handoff). Attention is per
 // sequence, through its block table, parallel over (sequence, KV head);
-// short chunks read the cache in place (kernels.AttendF16/AttendF32), long
+// short chunks read the cache in place (kernels.AttendF16/AttendF32/AttendQ8), long
 // ones gather the head's rows and run two matrix products per KV head. A
 // sliding layer (llama.Layer.Window) attends from the first visible
 // position in both paths (PagedKV.First; the gathered rows start there and

@@ -19,7 +19,7 @@ type kvMem struct {
 }
 
 // kvAlloc returns n zeroed elements of E from new memory.
-func kvAlloc[E uint16 | float32](m *kvMem, n int) []E {
+func kvAlloc[E int8 | uint16 | float32](m *kvMem, n int) []E {
 	var e E
 	bytes := n * int(unsafe.Sizeof(e))
 	if bytes == 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/weft-inference/weft/runtime/batch"
+	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
 )
 
@@ -47,7 +48,8 @@ type PoolConfig struct {
 	MaxSeqs int
 	// BlockSize is the number of positions per block; 0 means DefaultBlockSize.
 	BlockSize int
-	// KVType is the cache element type, "f16" (default) or "f32", as in Config.
+	// KVType is the cache element type, "f16" (default), "f32" or "q8_0",
+	// as in Config.
 	KVType string
 	// Windows are the layers' sliding windows (one per layer, 0: none) for
 	// a pool laid out in layer groups (Config.SlidingKV): a block then
@@ -68,16 +70,33 @@ func (c *PoolConfig) validate() error {
 		c.KVType = "f16"
 	}
 	switch {
-	case c.KVType != "f16" && c.KVType != "f32":
-		return fmt.Errorf("cpu: KVType %q (want f16 or f32)", c.KVType)
+	case c.KVType != "f16" && c.KVType != "f32" && c.KVType != "q8_0":
+		return fmt.Errorf("cpu: KVType %q (want f16, f32 or q8_0)", c.KVType)
 	case c.BlockSize < 0 || c.MaxSeqs < 0 || c.KVMemory < 0:
 		return fmt.Errorf("cpu: negative pool config %+v", *c)
 	case c.Layers <= 0 || c.KVDim <= 0 || c.ContextLen <= 0:
 		return fmt.Errorf("cpu: model shape layers %d, kv dim %d, context %d must be positive", c.Layers, c.KVDim, c.ContextLen)
+	case c.KVType == "q8_0" && c.KVDim%kernels.KVQ8Block != 0:
+		return fmt.Errorf("cpu: KVType q8_0 needs KV rows of a multiple of %d elements, not %d", kernels.KVQ8Block, c.KVDim)
 	case c.Windows != nil && len(c.Windows) != c.Layers:
 		return fmt.Errorf("cpu: %d layer windows for %d layers", len(c.Windows), c.Layers)
 	}
 	return nil
+}
+
+// kvBlockBytes is the memory of one block of layers layers of kvDim K and
+// V elements per position in cache type typ (batch.KVBytesPerBlock at the
+// type's element size; a Q8_0 element is a byte and a 32nd of a float32
+// scale).
+func kvBlockBytes(layers, kvDim, blockSize int, typ string) int64 {
+	switch typ {
+	case "f32":
+		return batch.KVBytesPerBlock(layers, kvDim, blockSize, 4)
+	case "q8_0":
+		return batch.KVBytesPerBlock(layers, kvDim, blockSize, 1) +
+			batch.KVBytesPerBlock(layers, kvDim/kernels.KVQ8Block, blockSize, 4)
+	}
+	return batch.KVBytesPerBlock(layers, kvDim, blockSize, 2)
 }
 
 // PlanPool sizes the CPU KV pool. With KVMemory it is exactly
@@ -94,12 +113,8 @@ func PlanPool(c PoolConfig) (batch.Plan, error) {
 	if err := c.validate(); err != nil {
 		return batch.Plan{}, err
 	}
-	el := 2
-	if c.KVType == "f32" {
-		el = 4
-	}
 	lay := c.Layout()
-	per := uint64(batch.KVBytesPerBlock(lay.Size, c.KVDim, c.BlockSize, el))
+	per := uint64(kvBlockBytes(lay.Size, c.KVDim, c.BlockSize, c.KVType))
 	if c.KVMemory > 0 {
 		p, err := blocksFor(uint64(c.KVMemory), per, c.BlockSize)
 		if err != nil {

@@ -62,7 +62,7 @@ func (s *slidingSeq) slide(l *blockList, windows []int, bs int) {
 // table. The grouped pool is smaller: a block holds a group's layers.
 func TestSlidingKVSameLogits(t *testing.T) {
 	for _, rel := range []string{"synth/arch2/models/synth-gemma3-256-F32.gguf", "synth/arch2/models/synth-gptoss-256-F32.gguf"} {
-		for _, kvType := range []string{"f16", "f32"} {
+		for _, kvType := range []string{"f16", "f32", "q8_0"} {
 			t.Run(rel+"/"+kvType, func(t *testing.T) {
 				m := loadModel(t, rel)
 				const bs, nb = 4, 64

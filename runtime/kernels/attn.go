@@ -83,7 +83,10 @@ func AttendF16(out, q []float32, k, v []uint16, kv PagedKV, n int, scale float32
 	if activeISA != isaGo && attendFast(true, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, sinks, scratch) {
 		return
 	}
-	attendGo(out, q, nq, k, v, kv, n, scale, sinks, scratch, true, F16ToF32s)
+	hd := kv.HeadDim
+	attendGo(out, q, nq, kv, n, scale, sinks, scratch, true,
+		func(dst []float32, o int) { F16ToF32s(dst, k[o:o+hd]) },
+		func(dst []float32, o int) { F16ToF32s(dst, v[o:o+hd]) })
 }
 
 // AttendF32 is AttendF16 for an F32 cache: neither the queries nor the
@@ -96,7 +99,37 @@ func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float3
 	if activeISA != isaGo && attendFast(false, out, q, nq, unsafe.Pointer(&k[0]), unsafe.Pointer(&v[0]), kv, n, scale, sinks, scratch) {
 		return
 	}
-	attendGo(out, q, nq, k, v, kv, n, scale, sinks, scratch, false, func(dst, src []float32) { copy(dst, src) })
+	hd := kv.HeadDim
+	attendGo(out, q, nq, kv, n, scale, sinks, scratch, false,
+		func(dst []float32, o int) { copy(dst, k[o:o+hd]) },
+		func(dst []float32, o int) { copy(dst, v[o:o+hd]) })
+}
+
+// AttendQ8 is AttendF32 for a Q8_0 cache: element i of K is
+// float32(kq[i]) * kd[i/KVQ8Block] (QuantizeKVQ8 writes them), and V's
+// likewise with vq and vd. HeadDim, Stride and Off must be multiples of
+// KVQ8Block, so that every row starts a scale's block. Each row reads as
+// exactly the floats DequantizeKVQ8 gives, so the result is AttendF32's on
+// the dequantized cache, bit for bit (the queries and the softmax weights
+// are not rounded).
+func AttendQ8(out, q []float32, kq []int8, kd []float32, vq []int8, vd []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) {
+	nq := checkAttend(len(out), len(q), len(kq), len(vq), kv, n, len(scratch), len(sinks))
+	if nq == 0 {
+		return
+	}
+	if kv.HeadDim%KVQ8Block != 0 || kv.Stride%KVQ8Block != 0 || kv.Off%KVQ8Block != 0 {
+		panic(fmt.Sprintf("kernels: AttendQ8: head dim %d, stride %d, offset %d not multiples of %d", kv.HeadDim, kv.Stride, kv.Off, KVQ8Block))
+	}
+	if len(kd)*KVQ8Block < len(kq) || len(vd)*KVQ8Block < len(vq) {
+		panic("kernels: AttendQ8: fewer scales than blocks of elements")
+	}
+	if activeISA != isaGo && attendQ8Fast(out, q, nq, kq, kd, vq, vd, kv, n, scale, sinks, scratch) {
+		return
+	}
+	hd := kv.HeadDim
+	attendGo(out, q, nq, kv, n, scale, sinks, scratch, false,
+		func(dst []float32, o int) { DequantizeKVQ8(dst, kq[o:o+hd], kd[o/KVQ8Block:]) },
+		func(dst []float32, o int) { DequantizeKVQ8(dst, vq[o:o+hd], vd[o/KVQ8Block:]) })
 }
 
 // checkAttend validates the arguments (every row read must lie inside K and
@@ -132,10 +165,10 @@ func checkAttend(nOut, nQ, nK, nV int, kv PagedKV, n, nScratch, nSinks int) int 
 	return nq
 }
 
-// attendGo is the portable Attend: rows are converted (load) into scratch
-// one at a time.
-func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV, n int, scale float32, sinks, scratch []float32,
-	round bool, load func([]float32, []T)) {
+// attendGo is the portable Attend: rows are converted into scratch one at
+// a time (loadK and loadV: the K or V row at element offset o).
+func attendGo(out, q []float32, nq int, kv PagedKV, n int, scale float32, sinks, scratch []float32,
+	round bool, loadK, loadV func(dst []float32, o int)) {
 	hd, lo := kv.HeadDim, kv.First
 	m := n - lo // positions read
 	qs, sc, row := scratch[:nq*hd], scratch[nq*hd:nq*(hd+m)], scratch[nq*(hd+m):nq*(hd+m)+hd]
@@ -146,8 +179,7 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 	}
 	rowAt := func(p int) int { return int(kv.Blocks[p/kv.BlockSize])*kv.Stride + kv.Off + (p%kv.BlockSize)*hd }
 	for p := lo; p < n; p++ {
-		o := rowAt(p)
-		load(row, k[o:o+hd])
+		loadK(row, rowAt(p))
 		for j := range nq {
 			sc[j*m+p-lo] = dotGo(qs[j*hd:(j+1)*hd], row)
 		}
@@ -158,8 +190,7 @@ func attendGo[T uint16 | float32](out, q []float32, nq int, k, v []T, kv PagedKV
 	o := out[:nq*hd]
 	clear(o)
 	for p := lo; p < n; p++ {
-		off := rowAt(p)
-		load(row, v[off:off+hd])
+		loadV(row, rowAt(p))
 		for j := range nq {
 			Axpy(sc[j*m+p-lo], row, o[j*hd:(j+1)*hd])
 		}

@@ -27,6 +27,16 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 	return true
 }
 
+// attendQ8Fast runs the C attention kernel on a Q8_0 cache.
+func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, vd []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {
+	isa := min(activeISA, isaAVX512) - isaC
+	C.watt_attend_q8(C.int(isa), (*C.float)(&out[0]), (*C.float)(&q[0]), C.int(nq),
+		(*C.int8_t)(unsafe.Pointer(&kq[0])), (*C.float)(&kd[0]), (*C.int8_t)(unsafe.Pointer(&vq[0])), (*C.float)(&vd[0]),
+		(*C.int32_t)(unsafe.Pointer(&kv.Blocks[0])), C.long(kv.BlockSize), C.long(kv.Stride), C.long(kv.Off),
+		C.int(kv.HeadDim), C.int(kv.First), C.int(n), C.float(scale), sinkPtr(sinks), (*C.float)(&scratch[0]))
+	return true
+}
+
 // softmaxCausalFast runs the C kernel of SoftmaxCausal.
 func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
 	wh := 0

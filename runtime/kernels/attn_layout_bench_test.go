@@ -13,7 +13,8 @@ import (
 // of one layer and reports the KV bytes read per second: "layers" and
 // "parallel" on every compute thread, in the CPU backend's layout (per layer,
 // KV-head-major, then block, then slot: runtime/cpu's kvOff), twelve layers
-// (beyond the cache) or one; "blockmajor" (block, then head, then slot),
+// (beyond the cache) or one, and "layersq8" the twelve layers as a Q8_0
+// cache; "blockmajor" (block, then head, then slot),
 // "headmajor" and "onehead" on one thread.
 func BenchmarkAttendLayer(b *testing.B) {
 	const hd, bs, heads = 64, 16, 12
@@ -58,6 +59,34 @@ func BenchmarkAttendLayer(b *testing.B) {
 					}
 				}
 				b.SetBytes(int64(layers * 2 * heads * n * hd * 2))
+			})
+			b.Run(fmt.Sprintf("layersq8/nq=%d/n=%d", nq, n), func(b *testing.B) {
+				// "layers" for a Q8_0 cache of the same rows: the bytes are
+				// the int8 elements and a float32 scale per 32 of them.
+				const layers = 12
+				k32, v32 := make([]float32, size), make([]float32, size)
+				F16ToF32s(k32, k)
+				F16ToF32s(v32, v)
+				kq, vq := make([][]int8, layers), make([][]int8, layers)
+				kd, vd := make([][]float32, layers), make([][]float32, layers)
+				for l := range layers {
+					kq[l], vq[l] = make([]int8, size), make([]int8, size)
+					kd[l], vd[l] = make([]float32, size/KVQ8Block), make([]float32, size/KVQ8Block)
+					QuantizeKVQ8(kq[l], kd[l], k32)
+					QuantizeKVQ8(vq[l], vd[l], v32)
+				}
+				scr := [2][]float32{scratch, make([]float32, len(scratch))}
+				outs := [2][]float32{out, make([]float32, len(out))}
+				for b.Loop() {
+					for l := range layers {
+						Parallel(heads, func(w, g int) error {
+							kv := PagedKV{Blocks: blocks, BlockSize: bs, HeadDim: hd, Stride: bs * hd, Off: g * nb * bs * hd}
+							AttendQ8(outs[w], q, kq[l], kd[l], vq[l], vd[l], kv, n, scale, nil, scr[w])
+							return nil
+						})
+					}
+				}
+				b.SetBytes(int64(layers * 2 * heads * n * (hd + hd/KVQ8Block*4)))
 			})
 			b.Run(fmt.Sprintf("parallel/nq=%d/n=%d", nq, n), func(b *testing.B) {
 				scr := [2][]float32{scratch, make([]float32, len(scratch))}

@@ -8,6 +8,10 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 	return false
 }
 
+func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, vd []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {
+	return false
+}
+
 func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
 	return false
 }

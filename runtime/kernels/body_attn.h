@@ -11,6 +11,14 @@
 // multiply by float32(1/sum), F16 rounding for an F16 cache), and the
 // output sum_p w[p]*V[p] reads V in place. Position p's row starts at
 // element blocks[p/bs]*stride + off + (p%bs)*hd of K and of V.
+//
+// WH names the cache's element type: 0 float32, 1 float16, 2 Q8_0. For
+// Q8_0 the K and V arguments point at a watt_q8 (kernels.h): int8 elements
+// at the same element offsets, and one float32 scale per 32 elements
+// (element i's is d[i/32]; rows start at multiples of 32, hd % 32 == 0),
+// multiplied in as each vector is converted, so a row reads as exactly the
+// floats it dequantizes to. Neither the queries nor the softmax weights are
+// rounded for it (as for float32).
 
 #define WCAT_(a, b) a##b
 #define WCAT(a, b) WCAT_(a, b)
@@ -30,9 +38,33 @@ static AI void AF(ast)(float *p, AF(avf) x) {
 	memcpy(p, &x, sizeof x);
 }
 
-// akv loads VW elements of a K/V row at element i: float32, or (WH) float16
-// converted in registers.
+typedef int8_t AF(avb) __attribute__((vector_size(VW)));
+
+// aes is the bytes of one element of the cache type WH.
+#define AES(WH) ((WH) == 1 ? 2 : (WH) == 2 ? 1 : 4)
+
+// adata is the element array of a K or V argument: the int8 elements of a
+// Q8_0 cache, else the argument itself.
+static AI const char *AF(adata)(const void *base, const int WH) {
+	return WH == 2 ? (const char *)((const watt_q8 *)base)->q : (const char *)base;
+}
+
+// akv loads VW elements of a K/V row at element i: float32, float16
+// converted in registers (WH 1), or int8 converted and scaled (WH 2).
 static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
+	if (WH == 2) {
+		const watt_q8 *c = (const watt_q8 *)base;
+#if defined(HAVE_F16C) && VW == 16
+		const AF(avf) x = (AF(avf))_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(c->q + i))));
+#elif defined(HAVE_F16C)
+		const AF(avf) x = (AF(avf))_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(c->q + i))));
+#else
+		AF(avb) b; // (GCC converts int8 vectors to float lane by lane anyway)
+		memcpy(&b, c->q + i, sizeof b);
+		const AF(avf) x = __builtin_convertvector(__builtin_convertvector(b, AF(avi)), AF(avf));
+#endif
+		return x * c->d[i >> 5];
+	}
 	if (WH) {
 #if defined(HAVE_F16C) && VW == 16
 		return (AF(avf))_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
@@ -48,6 +80,7 @@ static AI AF(avf) AF(akv)(const void *base, long i, const int WH) {
 }
 
 static AI float AF(aat)(const void *base, long i, const int WH) {
+	if (WH == 2) return ((const watt_q8 *)base)->q[i] * ((const watt_q8 *)base)->d[i >> 5];
 	return WH ? weft_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
 }
 
@@ -175,10 +208,15 @@ static AI AF(avf) AF(ared)(AF(avf) *a) {
 #define WATT_PFB(bs) ((bs) >= 32 ? 1 : 32 / (bs))
 static AI const char *AF(apfb)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd,
 			       int n, long *bytes, const int WH) {
-	const long left = n - b * bs, es = WH ? 2 : 4;
+	const long left = n - b * bs, es = AES(WH);
 	if (left <= 0) return 0;
 	*bytes = (left < bs ? left : bs) * hd * es;
-	return (const char *)kv + ((long)blocks[b] * stride + off) * es;
+	const long e0 = (long)blocks[b] * stride + off;
+	if (WH == 2) { // the block's scales (a line or two), at once
+		const char *d = (const char *)(((const watt_q8 *)kv)->d + (e0 >> 5));
+		for (long o = 0; o < *bytes / 8; o += 64) __builtin_prefetch(d + o);
+	}
+	return AF(adata)(kv, WH) + e0 * es;
 }
 
 // apfr prefetches bytes [o0, o1) of a block's rows (p: apfb's start; none
@@ -201,7 +239,7 @@ static AI void AF(apfr)(const char *p, long o0, long o1, long len) {
 static AI void AF(agrp)(float *s, long m, const float *q, const void *k, long ro, int hd, const char *pb, long pbo,
 			long len, const int NQ, const int WH) {
 	const int R = VW / NQ;
-	const long es = WH ? 2 : 4, step = (long)R * VW * es, rb = (long)R * hd * es;
+	const long es = AES(WH), step = (long)R * VW * es, rb = (long)R * hd * es;
 	for (int r0 = 0; r0 < VW; r0 += R) {
 		AF(avf) a[VW];
 #pragma GCC unroll 16
@@ -254,7 +292,7 @@ static AI void AF(agrpd)(float *s, long m, const float *q, const void *k, long r
 // group that share the rows).
 static AI void AF(ascoresv)(float *s, long m, const float *q, const void *k, const int32_t *blocks, long bs,
 			    long stride, long off, int hd, int hv, int lo, int n, int pn, const int NQ, const int WH) {
-	const long pfb = WATT_PFB(bs), es = WH ? 2 : 4;
+	const long pfb = WATT_PFB(bs), es = AES(WH);
 	const char *pb = 0;
 	long len = 0, pbk = -1;
 	for (int p0 = lo; p0 < n; p0 += VW) {
@@ -364,7 +402,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 		const float *wp = w + (p0 - lo);
 		long len = 0;
 		const char *pb = c == 0 ? AF(apfb)(v, blocks, blk + WATT_PFB(bs), bs, stride, off, hd, pn, &len, WH) : 0;
-		const long rb = (long)hd * (WH ? 2 : 4), pbo = slot * rb;
+		const long rb = (long)hd * AES(WH), pbo = slot * rb;
 		int r = 0;
 		if (NQ * NC <= 8) {
 			for (; r + 2 <= cnt; r += 2) {
@@ -462,7 +500,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 	const float inv = (float)(1 / sum);
 	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
 	for (; p < n; p++) row[p] *= inv;
-	if (WH) AF(around)(row, row, n);
+	if (WH == 1) AF(around)(row, row, n);
 }
 
 // softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
@@ -626,7 +664,7 @@ static AI void AF(attend_part)(float *st, const float *q, int nq, const void *k,
 			       long bs, long stride, long off, int hd, int lo, int n, float scale, float *scratch,
 			       const int WH) {
 	float *qs = scratch, *sc = scratch + (long)nq * hd;
-	if (WH) {
+	if (WH == 1) {
 		AF(around)(qs, q, (long)nq * hd);
 		q = qs;
 	}
@@ -679,7 +717,7 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 			     float *scratch, const int WH) {
 	float *qs = scratch, *sc = scratch + (long)nq * hd;
 	const long np = n - lo;
-	if (WH) {
+	if (WH == 1) {
 		AF(around)(qs, q, (long)nq * hd);
 		q = qs;
 	}
@@ -725,6 +763,14 @@ void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const voi
 	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 0);
 }
 
+void WAPI(attend_q)(float *out, const float *q, int nq, const watt_q8 *k, const watt_q8 *v, const int32_t *blocks,
+			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			 float *scratch) {
+	const watt_q8 kc = *k, vc = *v; // locals: their fields stay in registers
+	AF(attend_t)(out, q, nq, &kc, &vc, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 2);
+}
+
+#undef AES
 #undef WCAT_
 #undef WCAT
 #undef AF

@@ -209,6 +209,16 @@
 // them: the max runs over the sink too and exp(sink - max) is added to the
 // sum, but the sink has no value.
 //
+// AttendQ8 reads a Q8_0 cache (kvq8.go: int8 elements at the F16 cache's
+// offsets, one float32 scale per KVQ8Block = 32 elements in an array
+// beside them, QuantizeKVQ8 writing ggml's q8_0 values): the same kernel
+// with each vector converted from int8 and multiplied by its scale as it
+// is loaded, so a row reads as exactly its dequantized floats and the
+// result is AttendF32's on the dequantized cache, bit for bit (the tests
+// hold every kernel set to that). It reads 1.125 bytes an element where
+// F16 reads 2; the conversion costs more instructions than F16's, so the
+// kernel is faster by less than the bytes it saves.
+//
 // # Vector helpers (vec.go)
 //
 // Dot (SIMD from 256 elements), Axpy, Scale, Add, RMSNorm, SiLUMul,

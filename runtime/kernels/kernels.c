@@ -304,6 +304,13 @@ void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void
 	WEFT_PICK(isa, watt_attend_f, out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 }
 
+void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *kq, const float *kd, const int8_t *vq,
+		    const float *vd, const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n,
+		    float scale, const float *sinks, float *scratch) {
+	const watt_q8 k = {kq, kd}, v = {vq, vd};
+	WEFT_PICK(isa, watt_attend_q, out, q, nq, &k, &v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
+}
+
 void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
 			 const float *sinks, int wh) {
 	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, sinks, wh);

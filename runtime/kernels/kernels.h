@@ -163,6 +163,17 @@ void weft_round_f16s(int isa, float *dst, const float *src, long n);
 void watt_attend(int isa, int wh, float *out, const float *q, int nq, const void *k, const void *v,
 		 const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale,
 		 const float *sinks, float *scratch);
+// watt_q8 is one array of a Q8_0 cache: element i is q[i] * d[i/32].
+typedef struct {
+	const int8_t *q;
+	const float *d;
+} watt_q8;
+// watt_attend_q8: watt_attend for a Q8_0 cache (K elements kq, scales kd;
+// V likewise); hd must be a multiple of 32. The result is that of the F32
+// cache holding the dequantized rows (kq[i] * kd[i/32]), bit for bit.
+void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *kq, const float *kd, const int8_t *vq,
+		    const float *vd, const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n,
+		    float scale, const float *sinks, float *scratch);
 // The attention kernels run an online softmax over tiles of WATT_TILE
 // positions and keep one state per segment of WATT_SEG positions (split at
 // multiples of WATT_SEG), merged in order at the end; attn.go holds the
@@ -214,6 +225,9 @@ int weft_nsel(int *isa, int n);
 			      const float *sinks, float *scratch);                                                  \
 	void watt_attend_f##S(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks, \
 			      long bs, long stride, long off, int hd, int lo, int n, float scale,                   \
+			      const float *sinks, float *scratch);                                                  \
+	void watt_attend_q##S(float *out, const float *q, int nq, const watt_q8 *k, const watt_q8 *v,                \
+			      const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale, \
 			      const float *sinks, float *scratch);                                                  \
 	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
 				    const float *sinks, int wh);
