@@ -310,7 +310,7 @@ depth_llama() { # round type label dir depth
 	local r="$1" t="$2" label="$3" dir="$4" d="$5" f="$work/models/$preset-$2.gguf" log="$work/logs/r$1-$2-$3-d$5"
 	echo "round $r $t depth $d: llama.cpp ($label)"
 	local fa=()
-	if [[ "$kvtype" != f16 ]]; then fa=(-fa 1); fi
+	if [[ "$kvtype" != f16 ]]; then fa=(-fa on); fi
 	"$dir/bin/llama-bench" -m "$f" -d "$d" -p 0 -n "$dsteps" -r 2 -t "$threads" "${llama_kv[@]}" "${fa[@]}" -o json >"$log-bench.json" 2>"$log-bench.err" ||
 		{ echo "vs-llamacpp: llama-bench failed (see $log-bench.err)" >&2; exit 1; }
 	python3 - "$log-bench.json" "$r $t $label" "$d" >>"$results" <<'EOF'

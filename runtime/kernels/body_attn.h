@@ -206,6 +206,11 @@ static AI AF(avf) AF(ared)(AF(avf) *a) {
 // group (and how many bytes of them lie below position n), or NULL when
 // the block starts at or past n.
 #define WATT_PFB(bs) ((bs) >= 32 ? 1 : 32 / (bs))
+// WATT_PFBW: a Q8_0 row has half an F16 row's bytes, so its rows are
+// fetched twice as many blocks ahead (the same bytes in flight; one block
+// ahead read 23-24 GB/s where two read 29 in two rounds of
+// AttendLayer/layersq8/nq=1; four and eight were within this host's noise).
+#define WATT_PFBW(bs, WH) ((WH) == 2 ? 2 * WATT_PFB(bs) : WATT_PFB(bs))
 static AI const char *AF(apfb)(const void *kv, const int32_t *blocks, long b, long bs, long stride, long off, int hd,
 			       int n, long *bytes, const int WH) {
 	const long left = n - b * bs, es = AES(WH);
@@ -292,7 +297,7 @@ static AI void AF(agrpd)(float *s, long m, const float *q, const void *k, long r
 // group that share the rows).
 static AI void AF(ascoresv)(float *s, long m, const float *q, const void *k, const int32_t *blocks, long bs,
 			    long stride, long off, int hd, int hv, int lo, int n, int pn, const int NQ, const int WH) {
-	const long pfb = WATT_PFB(bs), es = AES(WH);
+	const long pfb = WATT_PFBW(bs, WH), es = AES(WH);
 	const char *pb = 0;
 	long len = 0, pbk = -1;
 	for (int p0 = lo; p0 < n; p0 += VW) {
@@ -401,7 +406,7 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 		cnt = n - p0 < bs - slot ? n - p0 : (int)(bs - slot);
 		const float *wp = w + (p0 - lo);
 		long len = 0;
-		const char *pb = c == 0 ? AF(apfb)(v, blocks, blk + WATT_PFB(bs), bs, stride, off, hd, pn, &len, WH) : 0;
+		const char *pb = c == 0 ? AF(apfb)(v, blocks, blk + WATT_PFBW(bs, WH), bs, stride, off, hd, pn, &len, WH) : 0;
 		const long rb = (long)hd * AES(WH), pbo = slot * rb;
 		int r = 0;
 		if (NQ * NC <= 8) {
