@@ -44,7 +44,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	kernelSet := fs.String("kernels", "", "CPU kernel set to run (empty: the best this CPU has; weft version lists them), to compare kernel sets on one machine")
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
-	kvType := fs.String("kv-type", "f16", "CPU KV cache type: f16, f32 or q8_0 (int8 with a float32 scale per 32 elements)")
+	kvType := fs.String("kv-type", "f16", kvTypeUsage)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the timed decode steps of the last --seqs count to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -40,7 +40,7 @@ static AI void AF(ast)(float *p, AF(avf) x) {
 
 typedef int8_t AF(avb) __attribute__((vector_size(VW)));
 
-// aes is the bytes of one element of the cache type WH.
+// AES is the bytes of one element of the cache type WH.
 #define AES(WH) ((WH) == 1 ? 2 : (WH) == 2 ? 1 : 4)
 
 // adata is the element array of a K or V argument: the int8 elements of a
