@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"math"
-
-	"github.com/weft-inference/weft/runtime/quant"
-)
+import "github.com/weft-inference/weft/runtime/quant"
 
 // KVQ8Block is the number of consecutive elements of a Q8_0 KV cache that
 // share one scale.
@@ -21,20 +17,7 @@ func QuantizeKVQ8(q []int8, d []float32, x []float32) {
 		panic("kernels: QuantizeKVQ8: bad lengths")
 	}
 	for b := 0; b < len(x); b += KVQ8Block {
-		blk := x[b : b+KVQ8Block]
-		var amax float32
-		for _, v := range blk {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		s := amax / 127
-		var id float32
-		if s != 0 {
-			id = 1 / s
-		}
-		d[b/KVQ8Block] = quant.RoundF16(s)
-		for i, v := range blk {
-			q[b+i] = int8(math.Round(float64(v * id)))
-		}
+		d[b/KVQ8Block] = quant.F16ToF32(quant.Q8_0Block(q[b:b+KVQ8Block], x[b:b+KVQ8Block]))
 	}
 }
 

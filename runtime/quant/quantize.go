@@ -58,6 +58,18 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 }
 
 func quantQ8_0(dst []byte, x []float32) {
+	var q [32]int8
+	binary.LittleEndian.PutUint16(dst, Q8_0Block(q[:len(x)], x))
+	for i, v := range q[:len(x)] {
+		dst[2+i] = byte(v)
+	}
+}
+
+// Q8_0Block quantizes one Q8_0 block of x as ggml's reference does: the
+// scale is max|x| / 127, q[i] = round(x[i] / scale) (computed with the
+// scale before its F16 rounding); it returns the scale as F16, what the
+// block stores.
+func Q8_0Block(q []int8, x []float32) uint16 {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, float32(math.Abs(float64(v))))
@@ -67,10 +79,10 @@ func quantQ8_0(dst []byte, x []float32) {
 	if d != 0 {
 		id = 1 / d
 	}
-	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	for i, v := range x {
-		dst[2+i] = byte(int8(math.Round(float64(v * id))))
+		q[i] = int8(math.Round(float64(v * id)))
 	}
+	return F32ToF16(d)
 }
 
 // signedScale returns the scale d of a block whose value of largest
