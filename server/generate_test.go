@@ -169,6 +169,10 @@ func TestCancelMidStream(t *testing.T) {
 			bFirst = nil
 		}
 	}
+	// The loop publishes Stats after it has handed the step's tokens to the
+	// streams, so a reader can see a token before the snapshot that counts
+	// it. The next step takes the gate only after that publish.
+	h.model.Gate <- struct{}{}
 	before := h.sched.Stats()
 	if before.Running != 2 || before.KVBlocksUsed < 250 {
 		t.Fatalf("before cancel: running %d, KV blocks used %d; want 2 and >= 250", before.Running, before.KVBlocksUsed)
