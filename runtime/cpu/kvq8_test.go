@@ -13,9 +13,12 @@ import (
 // Measured worst top-5 logit differences: 0.21 (synth-256), 0.26 (qwen2),
 // 0.88 (llama3), 0.96 (smol, head dim 32), against 0.05 or less with an
 // F16 cache; no argmax differs where the golden's top-1/top-2 gap exceeds
-// 1 (1-6 differ below it per model). The random weights make these models
-// far more sensitive than trained ones. The tolerance is 1.5 and no
-// argmax may differ above the gap of 1, on every kernel set.
+// 1 (1-6 differ below it per model). The AVX-512 VNNI kernel set, whose K
+// scores also quantize the queries per 32 (as llama.cpp's q8_0 cache does),
+// measured 0.25, 0.28, 1.53 and 0.96 (head dim 32 takes the float kernel).
+// The random weights make these models far more sensitive than trained
+// ones. The tolerance is 2 and no argmax may differ above the gap of 1, on
+// every kernel set.
 //
 // The arch2 models (q/k norms, mixtures of experts, sinks) move further:
 // first-step logits 0.67-1.41 (qwen3), 0.76-9.67 (qwen3moe), 1.08-2.09
@@ -35,7 +38,7 @@ func TestKVQ8Golden(t *testing.T) {
 			t.Run(file, func(t *testing.T) {
 				golden := "synth/" + dir + "golden/" + file + "-F32.json"
 				checkSynthGoldenPool(t, Config{KVType: "q8_0", BlockSize: 16, NumBlocks: 16},
-					"synth/"+dir+"models/"+file+"-F32.gguf", golden, golden, false, false, 1.5, 0)
+					"synth/"+dir+"models/"+file+"-F32.gguf", golden, golden, false, false, 2.0, 0)
 			})
 		}
 	})

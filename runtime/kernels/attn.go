@@ -111,7 +111,10 @@ func AttendF32(out, q []float32, k, v []float32, kv PagedKV, n int, scale float3
 // KVQ8Block, so that every row starts a scale's block. Each row reads as
 // exactly the floats DequantizeKVQ8 gives, so the result is AttendF32's on
 // the dequantized cache, bit for bit (the queries and the softmax weights
-// are not rounded).
+// are not rounded), except on the AVX-512 VNNI kernel set at head dims that
+// are multiples of 64: there the K scores are int8 dot products against
+// the queries quantized per KVQ8Block (as llama.cpp does for a q8_0 cache),
+// and the result is AttendF32's for those queries to float rounding.
 func AttendQ8(out, q []float32, kq []int8, kd []float32, vq []int8, vd []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) {
 	nq := checkAttend(len(out), len(q), len(kq), len(vq), kv, n, len(scratch), len(sinks))
 	if nq == 0 {

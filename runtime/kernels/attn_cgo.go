@@ -27,9 +27,10 @@ func attendFast(f16 bool, out, q []float32, nq int, k, v unsafe.Pointer, kv Page
 	return true
 }
 
-// attendQ8Fast runs the C attention kernel on a Q8_0 cache.
+// attendQ8Fast runs the C attention kernel on a Q8_0 cache (with int8 K
+// scores where the CPU has VNNI and the head dim is a multiple of 64).
 func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, vd []float32, kv PagedKV, n int, scale float32, sinks, scratch []float32) bool {
-	isa := min(activeISA, isaAVX512) - isaC
+	isa := min(activeISA, isaVNNI) - isaC
 	C.watt_attend_q8(C.int(isa), (*C.float)(&out[0]), (*C.float)(&q[0]), C.int(nq),
 		(*C.int8_t)(unsafe.Pointer(&kq[0])), (*C.float)(&kd[0]), (*C.int8_t)(unsafe.Pointer(&vq[0])), (*C.float)(&vd[0]),
 		(*C.int32_t)(unsafe.Pointer(&kv.Blocks[0])), C.long(kv.BlockSize), C.long(kv.Stride), C.long(kv.Off),

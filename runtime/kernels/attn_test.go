@@ -283,7 +283,8 @@ func TestAttendChecks(t *testing.T) {
 // TestAttendGroupSameBits: a GQA group's queries attended together (the
 // kernels score a group of rows for up to four queries at once, converting
 // each row once) give each query the bits it gets attended alone, on every
-// kernel set, F16 and F32, in one segment and in several, with a window.
+// kernel set, F16, F32 and Q8_0 (head dims of whole scale blocks), in one
+// segment and in several, with a window.
 func TestAttendGroupSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	lengths := []int{33, 300, 2*attnSeg + 77}
@@ -299,14 +300,28 @@ func TestAttendGroupSameBits(t *testing.T) {
 				}
 				scale := float32(1 / math.Sqrt(float64(hd)))
 				scratch := make([]float32, AttendScratch(nq, n-c.kv.First, hd))
-				for _, f16 := range []bool{true, false} {
+				var kq, vq []int8
+				var kd, vd []float32
+				if hd%KVQ8Block == 0 {
+					kq, vq = make([]int8, len(c.k32)), make([]int8, len(c.v32))
+					kd, vd = make([]float32, len(c.k32)/KVQ8Block), make([]float32, len(c.v32)/KVQ8Block)
+					QuantizeKVQ8(kq, kd, c.k32)
+					QuantizeKVQ8(vq, vd, c.v32)
+				}
+				for _, cache := range []string{"f16", "f32", "q8_0"} {
+					if cache == "q8_0" && kq == nil {
+						continue
+					}
 					for _, isa := range availableISAs() {
 						old := setISA(isa)
 						run := func(out, q []float32) {
-							if f16 {
+							switch cache {
+							case "f16":
 								AttendF16(out, q, c.k16, c.v16, c.kv, n, scale, nil, scratch)
-							} else {
+							case "f32":
 								AttendF32(out, q, c.k32, c.v32, c.kv, n, scale, nil, scratch)
+							default:
+								AttendQ8(out, q, kq, kd, vq, vd, c.kv, n, scale, nil, scratch)
 							}
 						}
 						group := make([]float32, nq*hd)
@@ -316,8 +331,8 @@ func TestAttendGroupSameBits(t *testing.T) {
 							run(alone, c.q[j*hd:(j+1)*hd])
 							for i := range alone {
 								if math.Float32bits(alone[i]) != math.Float32bits(group[j*hd+i]) {
-									t.Fatalf("%v/f16=%v/hd=%d/nq=%d/n=%d: query %d out[%d] = %g in the group, %g alone",
-										isa, f16, hd, nq, n, j, i, group[j*hd+i], alone[i])
+									t.Fatalf("%v/%s/hd=%d/nq=%d/n=%d: query %d out[%d] = %g in the group, %g alone",
+										isa, cache, hd, nq, n, j, i, group[j*hd+i], alone[i])
 								}
 							}
 						}

@@ -18,7 +18,9 @@
 // (element i's is d[i/32]; rows start at multiples of 32, hd % 32 == 0),
 // multiplied in as each vector is converted, so a row reads as exactly the
 // floats it dequantizes to. Neither the queries nor the softmax weights are
-// rounded for it (as for float32).
+// rounded for it (as for float32), except where kern_attq8.c includes this
+// file with WATT_VNNI: there the K scores are int8 dot products against
+// the queries quantized per 32 (aq8prep).
 
 #define WCAT_(a, b) a##b
 #define WCAT(a, b) WCAT_(a, b)
@@ -386,6 +388,133 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 	}
 }
 
+#ifdef WATT_VNNI
+// The Q8_0 cache's K scores as int8 dot products (kern_attq8.c, AVX-512
+// VNNI, hd % 64 == 0). Each query is quantized per 32 elements as ggml
+// quantizes the activations it multiplies a q8_0 cache by (dq = amax/127,
+// x/dq rounded to nearest even; dq kept as a float), and a score is
+//     q·K[p] = sum over 32-blocks b of dk_b * dq_b * sum_{i in b} qi_i * k_i,
+// the integer sums exact. One vpdpbusd multiplies a row's 64 bytes by the
+// query's: the row's bytes go in as unsigned k + 128, and each int32 lane
+// (4 products) starts at -128 * (sum of the query's 4 int8 values), so it
+// ends at exactly sum qi * k. The lanes are converted to float, multiplied
+// by their block's dk * dq and summed (ared's tree, as agrp's).
+#define WATT_Q8I(WH) ((WH) == 2)
+
+// aq8prep writes the nq queries' int8 form at dst, 3*hd bytes a query:
+// qi (hd int8), then per 64 elements the lanes' start values (16 int32),
+// then per 64 elements the lanes' dq (16 floats, 8 per block).
+static void AF(aq8prep)(char *dst, const float *q, int nq, int hd) {
+	for (int j = 0; j < nq; j++) {
+		int8_t *qi = (int8_t *)(dst + (long)j * 3 * hd);
+		char *z = (char *)qi + hd, *dq = z + hd;
+		for (int c = 0; c < hd; c += 64) {
+			float d[2];
+			for (int b = 0; b < 2; b++) {
+				const float *x = q + (long)j * hd + c + 32 * b;
+				const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+				const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+				const float id = amax > 0 ? 127.0f / amax : 0.0f;
+				d[b] = amax / 127.0f;
+				const __m512 vid = _mm512_set1_ps(id);
+				_mm_storeu_si128((__m128i *)(qi + c + 32 * b), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid))));
+				_mm_storeu_si128((__m128i *)(qi + c + 32 * b + 16),
+						 _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
+			}
+			int32_t zl[16];
+			float dl[16];
+			for (int l = 0; l < 16; l++) {
+				const int8_t *g = qi + c + 4 * l;
+				zl[l] = -128 * ((g[0] + g[1]) + (g[2] + g[3]));
+				dl[l] = d[l / 8];
+			}
+			memcpy(z + c, zl, 64);
+			memcpy(dq + c, dl, 64);
+		}
+	}
+}
+
+// aq8v: s[j*m + p-lo] = q_j · K[p] for the NQ (1, 2 or 4) prepared queries
+// qp (aq8prep's layout, 3*hd bytes each) and lo <= p < n, 16 rows at a
+// time, in NQ sets of R = 16/NQ rows (as agrp: query j, row r in
+// accumulator j*R + r, so each score is summed in the same order whatever
+// NQ is). It prefetches the K rows WATT_PFBW blocks ahead, up to position
+// pn (0 for none).
+static AI void AF(aq8v)(float *s, long m, const char *qp, const watt_q8 *k, const int32_t *blocks, long bs,
+			long stride, long off, int hd, int lo, int n, int pn, const int NQ) {
+	const int R = 16 / NQ;
+	const long pfb = WATT_PFBW(bs, 2), qs = 3L * hd;
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+	const char *pb = 0;
+	long len = 0, pbk = -1;
+	for (int p0 = lo; p0 < n; p0 += 16) {
+		const int cnt = n - p0 < 16 ? n - p0 : 16;
+		long blk = p0 / bs, slot = p0 % bs;
+		if (blk != pbk) {
+			pbk = blk;
+			pb = AF(apfb)(k, blocks, blk + pfb, bs, stride, off, hd, pn, &len, 2);
+		}
+		const long s0 = slot;
+		long ro[16];
+		for (int r = 0; r < 16; r++) { // rows past n repeat the last one
+			ro[r] = (long)blocks[blk] * stride + off + slot * hd;
+			if (r + 1 < cnt && ++slot == bs) {
+				slot = 0;
+				blk++;
+			}
+		}
+		for (int r0 = 0; r0 < 16; r0 += R) {
+			AF(apfr)(pb, (s0 + r0) * hd, (s0 + r0 + R) * hd, len);
+			AF(avf) a[16];
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++) a[i] = (AF(avf)){0};
+			for (int c = 0; c < hd; c += 64) {
+				__m512i qv[4], zv[4];
+				__m512 dv[4];
+#pragma GCC unroll 4
+				for (int j = 0; j < NQ; j++) {
+					const char *qj = qp + j * qs;
+					qv[j] = _mm512_loadu_si512(qj + c);
+					zv[j] = _mm512_loadu_si512(qj + hd + c);
+					dv[j] = _mm512_loadu_ps(qj + 2 * hd + c);
+				}
+#pragma GCC unroll 16
+				for (int r = 0; r < R; r++) {
+					const long e = ro[r0 + r] + c;
+					const __m512i kx = _mm512_xor_si512(_mm512_loadu_si512(k->q + e), flip);
+					const __m512 dk = _mm512_permutexvar_ps(
+						half, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(k->d + (e >> 5))))));
+#pragma GCC unroll 4
+					for (int j = 0; j < NQ; j++) {
+						const __m512 x = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zv[j], kx, qv[j]));
+						a[j * R + r] = (AF(avf))_mm512_fmadd_ps(x, _mm512_mul_ps(dk, dv[j]), (__m512)a[j * R + r]);
+					}
+				}
+			}
+			float t[16];
+			AF(ast)(t, AF(ared)(a));
+#pragma GCC unroll 4
+			for (int j = 0; j < NQ; j++)
+				for (int r = 0; r < R && r0 + r < cnt; r++) s[j * m + p0 - lo + r0 + r] = t[j * R + r];
+		}
+	}
+}
+
+// aq8sc: aq8v for nq prepared queries, in groups of 4, then 2, then 1; only
+// the first group prefetches.
+static AI void AF(aq8sc)(float *s, long m, const char *qp, int nq, const watt_q8 *k, const int32_t *blocks, long bs,
+			 long stride, long off, int hd, int lo, int n, int pn) {
+	const long qs = 3L * hd;
+	int j = 0;
+	for (; j + 4 <= nq; j += 4) AF(aq8v)(s + j * m, m, qp + j * qs, k, blocks, bs, stride, off, hd, lo, n, j == 0 ? pn : 0, 4);
+	for (; j + 2 <= nq; j += 2) AF(aq8v)(s + j * m, m, qp + j * qs, k, blocks, bs, stride, off, hd, lo, n, j == 0 ? pn : 0, 2);
+	for (; j < nq; j++) AF(aq8v)(s + j * m, m, qp + j * qs, k, blocks, bs, stride, off, hd, lo, n, j == 0 ? pn : 0, 1);
+}
+#else
+#define WATT_Q8I(WH) 0
+#endif
+
 // aout: out[j*hd + c .. + NC*VW) += sum_p w[j*m + p-lo] * V[p][c ..] (m =
 // n-lo, lo <= p < n) for the NQ queries, NC vectors of columns from c.
 // Small tiles take rows in pairs into two sets of accumulators (more
@@ -513,6 +642,7 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 // lo..c, c = pos0 + r%T, lo = c-window+1 (window > 0) or 0, softmaxed as
 // asoftmax does (with sink sinks[r/T] when sinks is not NULL); the rest is
 // zeroed.
+#ifndef WATT_VNNI
 void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, const float *sinks,
 			  int wh) {
 	for (int r = 0; r < rows; r++) {
@@ -529,6 +659,7 @@ void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int windo
 		memset(row + len, 0, (size_t)(n - len) * 4);
 	}
 }
+#endif
 
 // aouts: out[j*hd ..] += sum_p w[j*m + p-lo] * V[p] (m = n-lo) for the nq
 // queries, in output tiles of 4 queries x 2 column vectors, or fewer
@@ -640,7 +771,13 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 		if (t1 > n) t1 = n;
 		const int m = t1 - t0;
 		int j = 0;
-		if (hv > 0) {
+#ifdef WATT_VNNI
+		if (WATT_Q8I(WH)) {
+			AF(aq8sc)(sc, m, (const char *)q, nq, (const watt_q8 *)k, blocks, bs, stride, off, hd, t0, t1, pn);
+			j = nq;
+		}
+#endif
+		if (hv > 0 && j == 0) {
 			AF(ascoresg)(sc, m, q, nq, k, blocks, bs, stride, off, hd, hv, t0, t1, pn, WH);
 			j = nq;
 		}
@@ -673,6 +810,12 @@ static AI void AF(attend_part)(float *st, const float *q, int nq, const void *k,
 		AF(around)(qs, q, (long)nq * hd);
 		q = qs;
 	}
+#ifdef WATT_VNNI
+	if (WATT_Q8I(WH)) { // q is aq8prep's bytes from here on (aseg)
+		AF(aq8prep)((char *)qs, q, nq, hd);
+		q = qs;
+	}
+#endif
 	const long sw = (long)nq * (hd + 2);
 	for (int s0 = lo; s0 < n; st += sw) {
 		int s1 = (s0 / WATT_SEG + 1) * WATT_SEG;
@@ -728,7 +871,14 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 	}
 	const int hv = hd - hd % VW;
 	int j = 0;
-	if (hv > 0) {
+#ifdef WATT_VNNI
+	if (WATT_Q8I(WH)) {
+		AF(aq8prep)((char *)qs, q, nq, hd);
+		AF(aq8sc)(sc, np, (const char *)qs, nq, (const watt_q8 *)k, blocks, bs, stride, off, hd, lo, n, n);
+		j = nq;
+	}
+#endif
+	if (hv > 0 && j == 0) {
 		AF(ascoresg)(sc, np, q, nq, k, blocks, bs, stride, off, hd, hv, lo, n, n, WH);
 		j = nq;
 	}
@@ -756,6 +906,7 @@ static AI void AF(attend_t)(float *out, const float *q, int nq, const void *k, c
 	AF(attend_merge)(out, st, nseg, nq, hd, sinks);
 }
 
+#ifndef WATT_VNNI
 void WAPI(attend_h)(float *out, const float *q, int nq, const void *k, const void *v, const int32_t *blocks,
 			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
 			 float *scratch) {
@@ -767,6 +918,8 @@ void WAPI(attend_f)(float *out, const float *q, int nq, const void *k, const voi
 			 float *scratch) {
 	AF(attend_t)(out, q, nq, k, v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 0);
 }
+
+#endif
 
 void WAPI(attend_q)(float *out, const float *q, int nq, const watt_q8 *k, const watt_q8 *v, const int32_t *blocks,
 			 long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,

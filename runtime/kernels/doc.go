@@ -217,7 +217,14 @@
 // result is AttendF32's on the dequantized cache, bit for bit (the tests
 // hold every kernel set to that). It reads 1.125 bytes an element where
 // F16 reads 2; the conversion costs more instructions than F16's, so the
-// kernel is faster by less than the bytes it saves.
+// kernel is faster by less than the bytes it saves. On AVX-512 VNNI CPUs,
+// at head dims that are multiples of 64 (kern_attq8.c), the K scores are
+// int8 dot products instead: the queries are quantized per 32 elements (as
+// llama.cpp's flash attention quantizes Q for a q8_0 K cache), one
+// vpdpbusd multiplies a row's 64 bytes by a query's, and the integer sums
+// are scaled per block; the result is AttendF32's for the quantized
+// queries to float rounding (TestAttendQ8), and a query still gets the
+// same bits alone and in its group.
 //
 // # Vector helpers (vec.go)
 //

@@ -308,6 +308,12 @@ void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *k
 		    const float *vd, const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n,
 		    float scale, const float *sinks, float *scratch) {
 	const watt_q8 k = {kq, kd}, v = {vq, vd};
+#if WEFT_X86
+	if (isa == WEFT_VNNI && hd % 64 == 0) {
+		watt_attend_q_vnni(out, q, nq, &k, &v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
+		return;
+	}
+#endif
 	WEFT_PICK(isa, watt_attend_q, out, q, nq, &k, &v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 }
 

@@ -170,7 +170,9 @@ typedef struct {
 } watt_q8;
 // watt_attend_q8: watt_attend for a Q8_0 cache (K elements kq, scales kd;
 // V likewise); hd must be a multiple of 32. The result is that of the F32
-// cache holding the dequantized rows (kq[i] * kd[i/32]), bit for bit.
+// cache holding the dequantized rows (kq[i] * kd[i/32]), bit for bit,
+// except under WEFT_VNNI with hd % 64 == 0, where the K scores are int8
+// dot products against the queries quantized per 32 (kern_attq8.c).
 void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *kq, const float *kd, const int8_t *vq,
 		    const float *vd, const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n,
 		    float scale, const float *sinks, float *scratch);
@@ -235,6 +237,13 @@ WEFT_ISA_PROTOS(_gen)
 #if WEFT_X86
 WEFT_ISA_PROTOS(_avx2)
 WEFT_ISA_PROTOS(_avx512)
+
+// kern_attq8.c: watt_attend_q with int8 K scores (AVX-512 VNNI, hd % 64 ==
+// 0): the queries are quantized per 32 elements, so the result is close to,
+// not the same bits as, the F32 cache's.
+void watt_attend_q_vnni(float *out, const float *q, int nq, const watt_q8 *k, const watt_q8 *v, const int32_t *blocks,
+			long bs, long stride, long off, int hd, int lo, int n, float scale, const float *sinks,
+			float *scratch);
 
 // kern_vnni.c: integer row kernels for few tokens and the int8 lane GEMM.
 int weft_vnni_ok(int type, int K);

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -51,7 +52,9 @@ func TestQuantizeKVQ8(t *testing.T) {
 
 // TestAttendQ8 checks that attention over a Q8_0 cache gives, bit for bit,
 // what attention over an F32 cache holding the dequantized rows gives, on
-// every kernel set: within a segment, across segments (online softmax),
+// every kernel set (but the AVX-512 VNNI one at head dims that are
+// multiples of 64, whose int8 K scores read the queries quantized per 32:
+// there it is the F32 cache's result for those queries, to float rounding): within a segment, across segments (online softmax),
 // with a sliding window's first position, with sinks, for 1 to 8 queries
 // per KV head, head dims 32 to 256 and blocks of 16 and 5 rows.
 func TestAttendQ8(t *testing.T) {
@@ -90,8 +93,20 @@ func TestAttendQ8(t *testing.T) {
 						old := setISA(isa)
 						got, want := make([]float32, nq*hd), make([]float32, nq*hd)
 						AttendQ8(got, c.q, kq, kd, vq, vd, c.kv, n, scale, sinks, scratch)
-						AttendF32(want, c.q, k32, v32, c.kv, n, scale, sinks, scratch)
+						int8K := isa == isaVNNI && hd%64 == 0
+						if int8K {
+							// int8 K scores: the queries read as their
+							// per-32 quantization (checked to a float
+							// tolerance: the sums run in another order).
+							AttendF32(want, quantizedQueries(c.q), k32, v32, c.kv, n, scale, sinks, scratch)
+						} else {
+							AttendF32(want, c.q, k32, v32, c.kv, n, scale, sinks, scratch)
+						}
 						setISA(old)
+						if int8K {
+							checkClose(t, fmt.Sprintf("%v/hd=%d/nq=%d/n=%d/bs=%d", isa, hd, nq, n, bs), got, want, 2e-5)
+							continue
+						}
 						for i := range got {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("%v/hd=%d/nq=%d/n=%d/bs=%d: out[%d] = %g, the dequantized F32 cache gives %g",
@@ -134,4 +149,39 @@ func TestAttendQ8Checks(t *testing.T) {
 	kv.Off += 16
 	full := make([]float32, len(c64.k32)/KVQ8Block)
 	mustPanic("offset 16", func() { AttendQ8(out64, c64.q, q64, full, q64, full, kv, 40, 1, nil, s64) })
+}
+
+// quantizedQueries is q (query vectors of a multiple of 32 floats) as the
+// VNNI Q8_0 attention kernel reads it: per 32 elements, dq = amax/127 and
+// each element round-to-even(x * (127/amax)) * dq.
+func quantizedQueries(q []float32) []float32 {
+	out := make([]float32, len(q))
+	for b := 0; b < len(q); b += KVQ8Block {
+		var amax float32
+		for _, x := range q[b : b+KVQ8Block] {
+			amax = max(amax, float32(math.Abs(float64(x))))
+		}
+		if amax == 0 {
+			continue
+		}
+		id, d := 127/amax, amax/127
+		for i, x := range q[b : b+KVQ8Block] {
+			out[b+i] = float32(math.RoundToEven(float64(x*id))) * d
+		}
+	}
+	return out
+}
+
+// checkClose fails unless every got[i] is within tol * max|want| of want[i].
+func checkClose(t *testing.T, name string, got, want []float32, tol float64) {
+	t.Helper()
+	var scale float64
+	for _, w := range want {
+		scale = max(scale, math.Abs(float64(w)))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*scale) {
+			t.Fatalf("%s: out[%d] = %g, want %g (tolerance %g)", name, i, got[i], want[i], tol*scale)
+		}
+	}
 }
