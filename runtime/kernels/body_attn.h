@@ -392,14 +392,13 @@ static AI void AF(ascores)(float *s, const float *q, const void *k, const int32_
 // The Q8_0 cache's K scores as int8 dot products (kern_attq8.c, AVX-512
 // VNNI, hd % 64 == 0). Each query is quantized per 32 elements as ggml
 // quantizes the activations it multiplies a q8_0 cache by (dq = amax/127,
-// x/dq rounded to nearest even; dq kept as a float), and a score is
+// x/dq rounded to nearest even, kq_q8_32; dq kept as a float), and a score is
 //     q·K[p] = sum over 32-blocks b of dk_b * dq_b * sum_{i in b} qi_i * k_i,
 // the integer sums exact. One vpdpbusd multiplies a row's 64 bytes by the
 // query's: the row's bytes go in as unsigned k + 128, and each int32 lane
 // (4 products) starts at -128 * (sum of the query's 4 int8 values), so it
 // ends at exactly sum qi * k. The lanes are converted to float, multiplied
 // by their block's dk * dq and summed (ared's tree, as agrp's).
-#define WATT_Q8I(WH) ((WH) == 2)
 
 // aq8prep writes the nq queries' int8 form at dst, 3*hd bytes a query:
 // qi (hd int8), then per 64 elements the lanes' start values (16 int32),
@@ -410,17 +409,7 @@ static void AF(aq8prep)(char *dst, const float *q, int nq, int hd) {
 		char *z = (char *)qi + hd, *dq = z + hd;
 		for (int c = 0; c < hd; c += 64) {
 			float d[2];
-			for (int b = 0; b < 2; b++) {
-				const float *x = q + (long)j * hd + c + 32 * b;
-				const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-				const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-				const float id = amax > 0 ? 127.0f / amax : 0.0f;
-				d[b] = amax / 127.0f;
-				const __m512 vid = _mm512_set1_ps(id);
-				_mm_storeu_si128((__m128i *)(qi + c + 32 * b), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid))));
-				_mm_storeu_si128((__m128i *)(qi + c + 32 * b + 16),
-						 _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
-			}
+			for (int b = 0; b < 2; b++) d[b] = kq_q8_32(q + (long)j * hd + c + 32 * b, qi + c + 32 * b);
 			int32_t zl[16];
 			float dl[16];
 			for (int l = 0; l < 16; l++) {
@@ -511,8 +500,6 @@ static AI void AF(aq8sc)(float *s, long m, const char *qp, int nq, const watt_q8
 	for (; j + 2 <= nq; j += 2) AF(aq8v)(s + j * m, m, qp + j * qs, k, blocks, bs, stride, off, hd, lo, n, j == 0 ? pn : 0, 2);
 	for (; j < nq; j++) AF(aq8v)(s + j * m, m, qp + j * qs, k, blocks, bs, stride, off, hd, lo, n, j == 0 ? pn : 0, 1);
 }
-#else
-#define WATT_Q8I(WH) 0
 #endif
 
 // aout: out[j*hd + c .. + NC*VW) += sum_p w[j*m + p-lo] * V[p][c ..] (m =
@@ -772,7 +759,7 @@ static AI void AF(aseg)(float *st, const float *q, int nq, const void *k, const 
 		const int m = t1 - t0;
 		int j = 0;
 #ifdef WATT_VNNI
-		if (WATT_Q8I(WH)) {
+		if (WH == 2) {
 			AF(aq8sc)(sc, m, (const char *)q, nq, (const watt_q8 *)k, blocks, bs, stride, off, hd, t0, t1, pn);
 			j = nq;
 		}
@@ -811,7 +798,7 @@ static AI void AF(attend_part)(float *st, const float *q, int nq, const void *k,
 		q = qs;
 	}
 #ifdef WATT_VNNI
-	if (WATT_Q8I(WH)) { // q is aq8prep's bytes from here on (aseg)
+	if (WH == 2) { // q is aq8prep's bytes from here on (aseg)
 		AF(aq8prep)((char *)qs, q, nq, hd);
 		q = qs;
 	}
@@ -872,7 +859,7 @@ static AI void AF(attend_2p)(float *out, const float *q, int nq, const void *k, 
 	const int hv = hd - hd % VW;
 	int j = 0;
 #ifdef WATT_VNNI
-	if (WATT_Q8I(WH)) {
+	if (WH == 2) {
 		AF(aq8prep)((char *)qs, q, nq, hd);
 		AF(aq8sc)(sc, np, (const char *)qs, nq, (const watt_q8 *)k, blocks, bs, stride, off, hd, lo, n, n);
 		j = nq;

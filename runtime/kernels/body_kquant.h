@@ -3,8 +3,22 @@
 // of vnni_rows) share, so that the two,
 // which must give the same bits, read the blocks and walk the rows the same
 // way; kern_iq4.c's AVX2 kernel walks its rows with KQ_FOR_ROWS too.
-// Included by those three files only, after <immintrin.h> and under their
-// own target pragma.
+// Included by those three files and kern_attq8.c, after <immintrin.h> and
+// under their own target pragma.
+
+#ifdef __AVX512F__
+// kq_q8_32 quantizes the 32 floats x to int8 at q as the activations of
+// the VNNI kernels and the queries of kern_attq8.c are (llama.cpp's q8_0:
+// d = amax/127, x/d rounded to nearest even) and returns d.
+static inline __attribute__((always_inline)) float kq_q8_32(const float *x, int8_t *q) {
+	const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+	const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+	const __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+	_mm_storeu_si128((__m128i *)q, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id))));
+	_mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id))));
+	return amax / 127.0f;
+}
+#endif
 
 // kq_q4k_scales: a Q4_K super-block's 12 scale bytes as 16 bytes, the eight
 // 6-bit sub-block scales s0..s7 then the eight mins m0..m7.

@@ -15,6 +15,8 @@
 #include <immintrin.h>
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+
+#include "body_kquant.h"
 #define HAVE_F16C 1
 #define WATT_VNNI 1
 #define SFX _vnni

@@ -38,14 +38,7 @@ static void vnni_prep(const float *x, int n, int K, int8_t *qx, float *dxl, floa
 		float *dl = dxl + (long)t * (K / 4), *s4 = xs4 + (long)t * (K / 4);
 		float *gp = grp + (long)t * WEFT_GRP_FLOATS * G;
 		for (int b = 0; b < K / 32; b++) {
-			__m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
-			__m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
-			float amax = _mm512_reduce_max_ps(a);
-			float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-			__m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
-			__m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
-			_mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
-			_mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+			const float d = kq_q8_32(xt + 32 * b, q + 32 * b);
 			_mm256_storeu_ps(dl + 8 * b, _mm256_set1_ps(d));
 			// The offset term must use the same rounded activations as the
 			// integer term (d * sum of the int8 values), else the weight
