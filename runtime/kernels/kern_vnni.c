@@ -322,6 +322,9 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 // bytes, then 16 floats dx and 16 floats S (0 for padding tokens, whose
 // bytes are 128, so they add nothing).
 #define LANE_BLK 640
+// LANE_ROWS: the weight rows unpacked together, whose tiles of 4 take each
+// pair of token panels in turn (lane_panels).
+#define LANE_ROWS 16
 
 long weft_lane_prep_bytes(int K, int n) { return (long)((n + 15) / 16) * (K / 32) * LANE_BLK; }
 
@@ -423,7 +426,8 @@ static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint
 }
 
 // lane_tile: rows [0, RM) of the tile times TV panels starting at xp (panel
-// stride ps bytes); writes y[t*ldy + i] for the first nt tokens. Row i's
+// stride ps bytes); writes row i's 16 tokens of panel v to out[i*32 + 16*v]
+// (padding tokens included: they are 0). Row i's
 // block b quants are at wq + i*wrs + b*wbs; ds/cw/dm are per row and block
 // (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K): dm
 // is the sub-block's min, taken off with the tokens' block sums. MODE 2
@@ -431,8 +435,7 @@ static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint
 // the two halves keep separate integer sums.
 static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, long wrs, long wbs, int nb, const float *ds,
 							     const float *cw, const float *dm, const uint8_t *xp, long ps,
-							     float *y, long ldy, int nt, const int RM, const int TV,
-							     const int MODE) {
+							     float *out, const int RM, const int TV, const int MODE) {
 	__m512 acc[4][2];
 	for (int i = 0; i < RM; i++)
 		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
@@ -468,44 +471,82 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, l
 			}
 		}
 	}
-	for (int v = 0; v < TV; v++) {
-		int cnt = nt - 16 * v;
-		if (cnt > 16) cnt = 16;
-		for (int i = 0; i < RM; i++) {
-			float o[16];
-			_mm512_storeu_ps(o, acc[i][v]);
-			for (int t = 0; t < cnt; t++) y[(long)(16 * v + t) * ldy + i] = o[t];
-		}
-	}
+	for (int i = 0; i < RM; i++)
+		for (int v = 0; v < TV; v++) _mm512_store_ps(out + i * 32 + 16 * v, acc[i][v]);
 }
 
+// lane_store: the 16 x 16 block r[row] (16 tokens of each of 16 rows)
+// transposed, so that token t's first m rows go to y + t*ldy in one masked
+// store, for the first nt tokens. One token's rows are adjacent in y, and
+// the y of a token is a row of ldy floats: with ldy a power of two, stores
+// of a column strip 4 rows wide to a few hundred tokens all fell in the
+// same cache sets and were evicted before their lines were complete.
+static inline __attribute__((always_inline)) void lane_store(const float *blk, int m, float *y, long ldy, int nt) {
+	__m512 r[16], t[16];
+	for (int i = 0; i < 16; i++) r[i] = _mm512_load_ps(blk + i * 32);
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	// r[4i + j], 128-bit lane L: rows 4i..4i+3 of token 4L + j
+	for (int i = 0; i < 4; i++) {
+		r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+		r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+		r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+		r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+	}
+	__m512 c[16];
+	for (int j = 0; j < 4; j++) {
+		__m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+		__m512 e = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88), f = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+		c[j] = _mm512_shuffle_f32x4(a, e, 0x88);
+		c[8 + j] = _mm512_shuffle_f32x4(a, e, 0xdd);
+		c[4 + j] = _mm512_shuffle_f32x4(b, f, 0x88);
+		c[12 + j] = _mm512_shuffle_f32x4(b, f, 0xdd);
+	}
+	const __mmask16 k = (__mmask16)((1u << m) - 1);
+	for (int tok = 0; tok < nt && tok < 16; tok++) _mm512_mask_storeu_ps(y + (long)tok * ldy, k, c[tok]);
+}
+
+// lane_panels: rows [0, m) (m <= 16, in tiles of 4) times all tokens, a
+// pair of panels at a time: the tiles share the pair's activations while
+// they are in the near caches, and the pair's 16 rows x 32 tokens are
+// stored token by token (lane_store).
 static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq, long wrs, long wbs, int nb, int m,
 							       const float *ds, const float *cw, const float *dm,
 							       const uint8_t *xp, long ps, int n, float *y, long ldy,
 							       const int MODE) {
+	float out[16 * 32] __attribute__((aligned(64)));
+	memset(out, 0, sizeof out);
 	int panels = (n + 15) / 16;
 	for (int p = 0; p < panels; p += 2) {
 		int tv = panels - p >= 2 ? 2 : 1;
-		int nt = n - 16 * p;
 		const uint8_t *xpp = xp + (long)p * ps;
-		float *yp = y + (long)p * 16 * ldy;
-#define LT(RM, TV) lane_tile(wq, wrs, wbs, nb, ds, cw, dm, xpp, ps, yp, ldy, nt, RM, TV, MODE)
-		if (tv == 2) {
-			switch (m) {
-			case 4: LT(4, 2); break;
-			case 3: LT(3, 2); break;
-			case 2: LT(2, 2); break;
-			default: LT(1, 2);
+		for (int i0 = 0; i0 < m; i0 += 4) {
+			int mt = m - i0 < 4 ? m - i0 : 4;
+			const uint8_t *wt = wq + (long)i0 * wrs;
+			const float *dst = ds + (long)i0 * nb, *cwt = cw + (long)i0 * nb, *dmt = dm + (long)i0 * nb;
+			float *o = out + i0 * 32;
+#define LT(RM, TV) lane_tile(wt, wrs, wbs, nb, dst, cwt, dmt, xpp, ps, o, RM, TV, MODE)
+			if (tv == 2) {
+				switch (mt) {
+				case 4: LT(4, 2); break;
+				case 3: LT(3, 2); break;
+				case 2: LT(2, 2); break;
+				default: LT(1, 2);
+				}
+			} else {
+				switch (mt) {
+				case 4: LT(4, 1); break;
+				case 3: LT(3, 1); break;
+				case 2: LT(2, 1); break;
+				default: LT(1, 1);
+				}
 			}
-		} else {
-			switch (m) {
-			case 4: LT(4, 1); break;
-			case 3: LT(3, 1); break;
-			case 2: LT(2, 1); break;
-			default: LT(1, 1);
-			}
-		}
 #undef LT
+		}
+		for (int v = 0; v < tv; v++)
+			lane_store(out + 16 * v, m, y + (long)(p + v) * 16 * ldy, ldy, n - 16 * (p + v));
 	}
 }
 
@@ -611,14 +652,14 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		weft_lane_prep(x, n, K, weft_lane_act_block(type), buf);
 		xp = buf;
 	}
-	// per 4-row tile: ds, cw, dm (4 x nb floats each), then Q4_K's
-	// unpacked quants (4 x K bytes)
-	float *sc = weft_scratch(1, 12L * nb + (type != 8 ? (long)K : 0));
+	// per LANE_ROWS rows: ds, cw, dm (LANE_ROWS x nb floats each), then
+	// the unpacked quants (LANE_ROWS x K bytes) of all types but Q8_0
+	float *sc = weft_scratch(1, 3L * LANE_ROWS * nb + (type != 8 ? LANE_ROWS / 4 * (long)K : 0));
 	if (!sc) return WEFT_ENOMEM;
-	float *ds = sc, *cw = sc + 4L * nb, *dm = sc + 8L * nb;
-	uint8_t *q = (uint8_t *)(sc + 12L * nb);
-	for (int r = r0; r < r1; r += 4) {
-		int m = r1 - r < 4 ? r1 - r : 4;
+	float *ds = sc, *cw = sc + (long)LANE_ROWS * nb, *dm = sc + 2L * LANE_ROWS * nb;
+	uint8_t *q = (uint8_t *)(sc + 3L * LANE_ROWS * nb);
+	for (int r = r0; r < r1; r += LANE_ROWS) {
+		int m = r1 - r < LANE_ROWS ? r1 - r : LANE_ROWS;
 		const uint8_t *wr = w + (long)r * rowBytes;
 		if (type == 8) {
 			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
