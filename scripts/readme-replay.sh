@@ -34,7 +34,6 @@ export PATH="/usr/local/go/bin:$PATH"
 
 work="$(mktemp -d)"
 cleanup() {
-	if [[ -n "${WEFT_REPLAY_SERVER:-}" ]]; then kill -TERM "$WEFT_REPLAY_SERVER" 2>/dev/null || true; fi
 	rm -rf "$work" 2>/dev/null || { chmod -R u+w "$work" && rm -rf "$work"; }
 }
 trap cleanup EXIT
@@ -73,6 +72,16 @@ replay_stop() {
 		if [[ $rc -ne 0 ]]; then echo "replay: the server exited $rc after SIGTERM" >&2; return 1; fi
 	fi
 }
+# replay_kill: on any exit of the replay, a failed block's included, no
+# server it started outlives it (it would hold the ports of the next run).
+replay_kill() {
+	if [[ -n "$WEFT_REPLAY_SERVER" ]]; then
+		local kids
+		kids="$(pgrep -P "$WEFT_REPLAY_SERVER" || true)"
+		kill -TERM $kids "$WEFT_REPLAY_SERVER" 2>/dev/null || true
+	fi
+}
+trap replay_kill EXIT
 replay_wait_serving() {
 	local i
 	for i in $(seq 1 600); do
