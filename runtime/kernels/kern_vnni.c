@@ -686,8 +686,8 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 
 // ---- Q4_K and Q6_K below the lane GEMM: kern_i8.c's kernel, 64 bytes wide ----
 // The same arithmetic as i8k_row in kern_i8.c (per-256 activations of
-// weft_i8k_prep, vpmaddubsw pair sums scaled by vpmaddwd with the
-// sub-block's integer scale, one conversion and FMA per super-block), with
+// weft_i8k_prep, vpmaddubsw pair sums scaled with the sub-block's integer
+// scale, here by vpdpwssd, one conversion and FMA per super-block), with
 // 512-bit integer vectors: one vpmaddubsw covers 64 columns where the AVX2
 // kernel needs two. Each 64-column group of Q4_K is one sub-block's low
 // nibbles then the next one's high nibbles, read with one 32-byte broadcast
@@ -726,7 +726,7 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 				__m512i scl = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16((short)(2 * j))), s16);
 				int col = 256 * sb + 64 * j;
 				for (int t = 0; t < NT; t++)
-					isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, K5X(t, col)), scl));
+					isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(wq, K5X(t, col)), scl);
 			}
 			for (int t = 0; t < NT; t++) {
 				float dx = dd[(long)t * nsb + sb];
@@ -770,7 +770,7 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 					__m512i scl = _mm512_permutexvar_epi16(idx, sc512);
 					int col = 256 * sb + 128 * h + 64 * g2;
 					for (int t = 0; t < NT; t++)
-						isum[t] = _mm512_add_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, K5X(t, col)), scl));
+						isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(q, K5X(t, col)), scl);
 				}
 			}
 			for (int t = 0; t < NT; t++)
@@ -782,6 +782,189 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 #undef K5BS
 	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(acc[t]);
 }
+
+// k512_q4k_scales64: kq_q4k_scales as two 64-bit words, the eight
+// sub-block scales (s) and the eight mins (m), byte i for sub-block i.
+static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_t *sc, uint64_t *s, uint64_t *m) {
+	uint32_t a0, a1, a2;
+	memcpy(&a0, sc, 4);
+	memcpy(&a1, sc + 4, 4);
+	memcpy(&a2, sc + 8, 4);
+	uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+	uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+	*s = (uint64_t)s47 << 32 | (a0 & 0x3f3f3f3f);
+	*m = (uint64_t)m47 << 32 | (a1 & 0x3f3f3f3f);
+}
+
+// The pair kernels: k512_row for two rows (row and row + rowBytes) and NT
+// (1..4) tokens, with 512-bit float work: row 0's eight float lanes in
+// the low half of each vector and row 1's in the high half, so that every
+// lane sees the operations of k512_row's 256-bit lane, in the same order
+// (the same bits), at half the instructions per row. The sub-block scales
+// reach each 64-column step through an in-lane byte shuffle of a table
+// built once per super-block (one instruction, where vpermw is two), and
+// each step's pair sums are scaled and added by one vpdpwssd. One core, in
+// cache, 1-4 tokens: 1.15-1.3x k512_row's rate (BENCHMARKS.md §1b).
+#define K5P_X(t, col) _mm512_loadu_si512((const void *)(qx + (long)(t) * K + (col)))
+#define K5P_BS(t, sb) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb))))
+
+// k512_q4k_pair: Q4_K. The mins' term, m_i times the sum of sub-block i's
+// 32 quantized activations, is one vpmulld of the two rows' mins against
+// the token's 32-column sums (k512_row's vpmaddwd over 16-column sums
+// gives the same integers).
+static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
+								 const float *dd, const int16_t *bs, float *out, long ldo,
+								 const int NT) {
+	const int nsb = K / 256;
+	__m512 acc[4];
+	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+	const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi16(1);
+	const __m512i dsel = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(2));
+	const __m512i msel = _mm512_add_epi32(dsel, _mm512_set1_epi32(1));
+	const uint8_t *row1 = row + rowBytes;
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *b0 = row + 144 * sb, *b1 = row1 + 144 * sb;
+		uint32_t h0, h1;
+		memcpy(&h0, b0, 4);
+		memcpy(&h1, b1, 4);
+		// d0, dmin0, d1, dmin1
+		const __m128 dm = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)h1 << 32 | h0)));
+		uint64_t s0, m0, s1, m1;
+		k512_q4k_scales64(b0 + 4, &s0, &m0);
+		k512_q4k_scales64(b1 + 4, &s1, &m1);
+		// each row's scale words s0..s7 in every 128-bit lane
+		const __m512i swz = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_set_epi64x((long long)s1, (long long)s0)));
+		const __m512i t0 = _mm512_shuffle_i32x4(swz, swz, 0x00), t1 = _mm512_shuffle_i32x4(swz, swz, 0x55);
+		const __m512i mins = _mm512_cvtepu8_epi32(_mm_set_epi64x((long long)m1, (long long)m0));
+		__m512i i0[4], i1[4];
+		for (int t = 0; t < NT; t++) i0[t] = i1[t] = _mm512_setzero_si512();
+		for (int j = 0; j < 4; j++) {
+			// words 2j (columns 0-31 of the step) and 2j+1 (32-63) of the table
+			const __m512i idx = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * j))),
+								    _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
+			__m512i q0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b0 + 16 + 32 * j)));
+			__m512i q1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b1 + 16 + 32 * j)));
+			q0 = _mm512_and_si512(_mm512_mask_srli_epi16(q0, 0xffff0000u, q0, 4), m4);
+			q1 = _mm512_and_si512(_mm512_mask_srli_epi16(q1, 0xffff0000u, q1, 4), m4);
+			const __m512i c0 = _mm512_shuffle_epi8(t0, idx), c1 = _mm512_shuffle_epi8(t1, idx);
+			for (int t = 0; t < NT; t++) {
+				const __m512i xv = K5P_X(t, 256 * sb + 64 * j);
+				i0[t] = _mm512_dpwssd_epi32(i0[t], _mm512_maddubs_epi16(q0, xv), c0);
+				i1[t] = _mm512_dpwssd_epi32(i1[t], _mm512_maddubs_epi16(q1, xv), c1);
+			}
+		}
+		for (int t = 0; t < NT; t++) {
+			// d * dx and dmin * dx, each spread over its row's lanes
+			const __m512 dmz = _mm512_castps128_ps512(_mm_mul_ps(dm, _mm_set1_ps(dd[(long)t * nsb + sb])));
+			const __m512i mn = _mm512_mullo_epi32(_mm512_madd_epi16(K5P_BS(t, sb), ones), mins);
+			// k512_fold of each row: its low 256 bits plus its high 256 bits
+			const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(i0[t], i1[t], 0x44), _mm512_shuffle_i64x2(i0[t], i1[t], 0xee));
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_permutexvar_ps(dsel, dmz), acc[t]);
+			acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_permutexvar_ps(msel, dmz), acc[t]);
+		}
+	}
+	for (int t = 0; t < NT; t++) {
+		out[t * ldo] = kq_hsum(_mm512_castps512_ps256(acc[t]));
+		out[t * ldo + 1] = kq_hsum(_mm512_extractf32x8_ps(acc[t], 1));
+	}
+}
+
+// k512_q6k_pair: Q6_K. One vpermw per super-block gathers both rows' 16
+// scales so that 128-bit lane k holds those of the 16-column groups k,
+// k+4, k+8, k+12 (row 0 in words 0-3, row 1 in words 4-7), which is what
+// lane k of each 64-column step needs. The 6-bit quants are put together
+// with one shift of the high bits (variable per half) and one three-way
+// logic operation.
+static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
+								 const float *dd, const int16_t *bs, float *out, long ldo,
+								 const int NT) {
+	const int nsb = K / 256;
+	__m512 acc[4];
+	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	// the high bits' shifts for the first 64-column step of each half: left 4 in columns 0-31, left 2 in 32-63
+	const __m512i sh0 = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
+	const __m512i gidx = _mm512_set_epi16(31, 27, 23, 19, 15, 11, 7, 3, 30, 26, 22, 18, 14, 10, 6, 2, 29, 25, 21, 17, 13, 9,
+					      5, 1, 28, 24, 20, 16, 12, 8, 4, 0);
+	const __m512i dsel = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(1));
+	const uint8_t *row1 = row + rowBytes;
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *b0 = row + 210 * sb, *b1 = row1 + 210 * sb;
+		// row 0's 16 scales as words 0-15, row 1's as 16-31
+		const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu2_m128i((const __m128i *)(b1 + 192), (const __m128i *)(b0 + 192)));
+		const __m512i tab = _mm512_permutexvar_epi16(gidx, sc);
+		uint16_t h0, h1;
+		memcpy(&h0, b0 + 208, 2);
+		memcpy(&h1, b1 + 208, 2);
+		const __m128 d2 = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h1 << 16 | h0))); // d0, d1
+		__m512i i0[4], i1[4];
+		for (int t = 0; t < NT; t++) i0[t] = i1[t] = _mm512_setzero_si512();
+		for (int h = 0; h < 2; h++) {
+			const __m512i L0 = _mm512_loadu_si512((const void *)(b0 + 64 * h)), L1 = _mm512_loadu_si512((const void *)(b1 + 64 * h));
+			const __m512i H0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b0 + 128 + 32 * h)));
+			const __m512i H1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b1 + 128 + 32 * h)));
+			for (int g2 = 0; g2 < 2; g2++) {
+				// columns 128h + 64g2 .. +63, as k512_row takes them; scale words 2h+g2 (row 0) and 4+2h+g2 (row 1)
+				const __m512i x0 = _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * h + g2)));
+				const __m512i x1 = _mm512_set1_epi16((short)(0x0100 + 0x0202 * (4 + 2 * h + g2)));
+				__m512i lo0 = g2 == 0 ? _mm512_and_si512(L0, m4) : _mm512_and_si512(_mm512_srli_epi16(L0, 4), m4);
+				__m512i lo1 = g2 == 0 ? _mm512_and_si512(L1, m4) : _mm512_and_si512(_mm512_srli_epi16(L1, 4), m4);
+				// each column's two qh bits moved to bits 4-5
+				__m512i s0 = g2 == 0 ? _mm512_sllv_epi16(H0, sh0) : _mm512_mask_srli_epi16(H0, 0xffff0000u, H0, 2);
+				__m512i s1 = g2 == 0 ? _mm512_sllv_epi16(H1, sh0) : _mm512_mask_srli_epi16(H1, 0xffff0000u, H1, 2);
+				const __m512i q0 = _mm512_ternarylogic_epi32(lo0, s0, m30, 0xf8); // lo | (s & 0x30)
+				const __m512i q1 = _mm512_ternarylogic_epi32(lo1, s1, m30, 0xf8);
+				const __m512i c0 = _mm512_shuffle_epi8(tab, x0), c1 = _mm512_shuffle_epi8(tab, x1);
+				for (int t = 0; t < NT; t++) {
+					const __m512i xv = K5P_X(t, 256 * sb + 128 * h + 64 * g2);
+					i0[t] = _mm512_dpwssd_epi32(i0[t], _mm512_maddubs_epi16(q0, xv), c0);
+					i1[t] = _mm512_dpwssd_epi32(i1[t], _mm512_maddubs_epi16(q1, xv), c1);
+				}
+			}
+		}
+		for (int t = 0; t < NT; t++) {
+			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j), row 0 then row 1
+			const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(K5P_BS(t, sb), sc), 5);
+			const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(i0[t], i1[t], 0x44), _mm512_shuffle_i64x2(i0[t], i1[t], 0xee));
+			const __m128 dx2 = _mm_mul_ps(d2, _mm_set1_ps(dd[(long)t * nsb + sb])); // d0 * dx, d1 * dx
+			const __m512 dv = _mm512_permutexvar_ps(dsel, _mm512_castps128_ps512(dx2));
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(f, off)), dv, acc[t]);
+		}
+	}
+	for (int t = 0; t < NT; t++) {
+		out[t * ldo] = kq_hsum(_mm512_castps512_ps256(acc[t]));
+		out[t * ldo + 1] = kq_hsum(_mm512_extractf32x8_ps(acc[t], 1));
+	}
+}
+#undef K5P_X
+#undef K5P_BS
+
+// KQ_FOR_PAIRS runs PAIR(NT) for the row pairs of [r0, r1) and ROW(NT) for
+// a last odd row, for tokens t..t+NT-1, four tokens at a time, fetching
+// the next pair while this one is computed, as KQ_FOR_ROWS does.
+#define KQ_FOR_PAIRS(PAIR, ROW)                                                                                          \
+	do {                                                                                                             \
+		int r = r0;                                                                                              \
+		for (; r + 2 <= r1; r += 2) {                                                                            \
+			const uint8_t *row = w + (long)r * rowBytes;                                                     \
+			if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, (r + 4 <= r1 ? 2 : 1) * rowBytes);              \
+			KQ_FOR_TOKENS(PAIR)                                                                              \
+		}                                                                                                        \
+		if (r < r1) {                                                                                            \
+			const uint8_t *row = w + (long)r * rowBytes;                                                     \
+			KQ_FOR_TOKENS(ROW)                                                                               \
+		}                                                                                                        \
+	} while (0)
+#define KQ_FOR_TOKENS(F)                                                                                                 \
+	{                                                                                                                \
+		int t = 0;                                                                                               \
+		for (; t + 4 <= n; t += 4) F(4);                                                                         \
+		switch (n - t) {                                                                                         \
+		case 1: F(1); break;                                                                                     \
+		case 2: F(2); break;                                                                                     \
+		case 3: F(3); break;                                                                                     \
+		}                                                                                                        \
+	}
 
 // weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
 // (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
@@ -802,11 +985,14 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
 #define K5_ROW12(NT) k512_row(12, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
 #define K5_ROW14(NT) k512_row(14, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
-	if (type == 12) {
-		KQ_FOR_ROWS(K5_ROW12)
-	} else {
-		KQ_FOR_ROWS(K5_ROW14)
-	}
+#define K5_PAIR12(NT) k512_q4k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+#define K5_PAIR14(NT) k512_q6k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+	if (type == 12)
+		KQ_FOR_PAIRS(K5_PAIR12, K5_ROW12);
+	else
+		KQ_FOR_PAIRS(K5_PAIR14, K5_ROW14);
+#undef K5_PAIR12
+#undef K5_PAIR14
 #undef K5_ROW12
 #undef K5_ROW14
 	return 0;
