@@ -122,7 +122,9 @@
 //     float kernels, which share each dequantized row among more tokens,
 //     win. On AVX-512 VNNI CPUs the K-quant kernel runs 512 bits wide
 //     (kern_vnni.c, weft_k512_matmul: one vpmaddubsw per 64 columns, a
-//     Q4_K group unpacked by a broadcast and a masked shift); its upper
+//     Q4_K group unpacked by a broadcast and a masked shift, the pair
+//     sums scaled and added by vpdpwssd, two rows at a time with their
+//     float lanes in the two halves of one 512-bit vector); its upper
 //     int32 lanes are added onto the lower ones before any float work, so
 //     it gives the AVX2 kernel's bits (TestKQuantWideKernelSameBits).
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.
