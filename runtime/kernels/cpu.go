@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
@@ -29,6 +28,9 @@ func bestISA() isaKind {
 	if !cgoKernels {
 		return isaGo
 	}
+	if !x86Kernels() {
+		return isaC
+	}
 	x := cpu.X86
 	switch {
 	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512VNNI && x.HasFMA && x.HasAVX2 && x.HasOSXSAVE:
@@ -54,7 +56,7 @@ func CompiledISAs() []string {
 		return out
 	}
 	out = append(out, isaC.String())
-	if goruntime.GOARCH == "amd64" {
+	if x86Kernels() {
 		out = append(out, isaAVX2.String(), isaAVX512.String(), isaVNNI.String())
 	}
 	return out

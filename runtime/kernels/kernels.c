@@ -21,6 +21,8 @@ static int weft_fault;
 
 void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __ATOMIC_RELAXED); }
 
+int weft_x86_kernels(void) { return WEFT_X86; }
+
 // Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N,
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K and the 4-bit table types take
 // the int8 lane GEMM (kern_vnni.c), whose 4-byte

@@ -234,6 +234,12 @@ int weft_nsel(int *isa, int n);
 	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
 				    const float *sinks, int wh);
 WEFT_ISA_PROTOS(_gen)
+// weft_x86_kernels: WEFT_X86, for Go (which kernel sets this build has).
+int weft_x86_kernels(void);
+// weft_iq4_set_vbmi: whether weft_iq4_vnni_matmul may use AVX-512 VBMI
+// (byte permutes) to load its weights; same bits either way.
+// Declared on every build: Go sets it whatever kernels were compiled in.
+void weft_iq4_set_vbmi(int on);
 #if WEFT_X86
 WEFT_ISA_PROTOS(_avx2)
 WEFT_ISA_PROTOS(_avx512)
@@ -269,9 +275,6 @@ int weft_iq4_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0,
 		       int n, float *y, long ldy);
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, const float *grp, int n, float *y, long ldy);
-// weft_iq4_set_vbmi: whether weft_iq4_vnni_matmul may use AVX-512 VBMI
-// (byte permutes) to load its weights; same bits either way.
-void weft_iq4_set_vbmi(int on);
 // weft_grp_lane: kern_iq4.c's 256-column kernel sums block bi (0..7) of
 // each 256 columns in lanes j and j + 2 of its folded vector, j =
 // weft_grp_lane(bi). weft_vnni_prep writes, per token and 256 columns,

@@ -20,6 +20,11 @@ import (
 
 const cgoKernels = true
 
+// x86Kernels reports whether the C code was built with its x86 SIMD
+// kernels: on amd64 unless -DWEFT_PORTABLE_ONLY (a test setting) left
+// only the portable C ones.
+func x86Kernels() bool { return C.weft_x86_kernels() != 0 }
+
 func init() { setIQ4VBMI(cpu.X86.HasAVX512VBMI) }
 
 // setIQ4VBMI says whether the IQ4_NL / MXFP4 VNNI row kernel loads its

@@ -6,6 +6,8 @@ import "github.com/weft-inference/weft/runtime/quant"
 
 const cgoKernels = false
 
+func x86Kernels() bool { return false }
+
 func matmulRowsC(isa isaKind, w quant.Weight, rb, r0, r1 int, x []float32, prep []byte, n int, y []float32) error {
 	matmulRowsGo(w, rb, r0, r1, x, n, y)
 	return nil
