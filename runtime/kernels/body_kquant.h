@@ -55,11 +55,18 @@ static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *p, 
 	for (int r = r0; r < r1; r++) {                                                                                  \
 		const uint8_t *row = w + (long)r * rowBytes;                                                             \
 		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);                                               \
+		KQ_FOR_TOKENS(ROW)                                                                                       \
+	}
+
+// KQ_FOR_TOKENS runs F(NT) for tokens t..t+NT-1 of n, four at a time, then
+// the one to three left (t in scope for F).
+#define KQ_FOR_TOKENS(F)                                                                                                 \
+	{                                                                                                                \
 		int t = 0;                                                                                               \
-		for (; t + 4 <= n; t += 4) ROW(4);                                                                       \
+		for (; t + 4 <= n; t += 4) F(4);                                                                         \
 		switch (n - t) {                                                                                         \
-		case 1: ROW(1); break;                                                                                   \
-		case 2: ROW(2); break;                                                                                   \
-		case 3: ROW(3); break;                                                                                   \
+		case 1: F(1); break;                                                                                     \
+		case 2: F(2); break;                                                                                     \
+		case 3: F(3); break;                                                                                     \
 		}                                                                                                        \
 	}

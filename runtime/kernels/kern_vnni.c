@@ -955,16 +955,6 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 			KQ_FOR_TOKENS(ROW)                                                                               \
 		}                                                                                                        \
 	} while (0)
-#define KQ_FOR_TOKENS(F)                                                                                                 \
-	{                                                                                                                \
-		int t = 0;                                                                                               \
-		for (; t + 4 <= n; t += 4) F(4);                                                                         \
-		switch (n - t) {                                                                                         \
-		case 1: F(1); break;                                                                                     \
-		case 2: F(2); break;                                                                                     \
-		case 3: F(3); break;                                                                                     \
-		}                                                                                                        \
-	}
 
 // weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
 // (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
