@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weft-inference/weft/runtime/gguf"
+	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // TestBatchInvariantMatMul: with SetBatchInvariant, every kernel set gives
@@ -93,21 +94,33 @@ func TestBatchVariantKernelsDiffer(t *testing.T) {
 	}
 }
 
-// TestKQuantWideKernelSameBits: below the lane GEMM, Q4_K and Q6_K take
-// kern_i8.c's integer kernel on the avx512 set and its 512-bit form
-// (weft_k512_matmul) on avx512vnni; the two must give the same bits, so
-// that a CPU's choice of kernel set never changes a result of these
-// types at few tokens.
+// TestKQuantWideKernelSameBits: below the lane GEMM (1-23 tokens), Q4_K
+// and Q6_K take kern_i8.c's integer kernel on the avx512 set and its
+// 512-bit form (weft_k512_matmul) on avx512vnni; the two must give the
+// same bits, so that a CPU's choice of kernel set never changes a result
+// of these types at these token counts. It first checks the dispatch:
+// 23 tokens take the row kernels' per-256 activations on avx512vnni, 24
+// the lane GEMM's.
 func TestKQuantWideKernelSameBits(t *testing.T) {
 	if bestISA() < isaVNNI {
 		t.Skipf("kernel set %v: no avx512vnni here, so no 512-bit K-quant kernel to compare", bestISA())
+	}
+	const prepLane, prepI8K = 1, 4 // WEFT_PREP_LANE, WEFT_PREP_I8K (kernels.h)
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		w := quant.Weight{Type: typ, Cols: 2048}
+		if k, _ := prepKind(isaVNNI, w, 23); k != prepI8K {
+			t.Errorf("%v, 23 tokens: avx512vnni prepares activations of kind %d, not the row kernels' %d", typ, k, prepI8K)
+		}
+		if k, _ := prepKind(isaVNNI, w, 24); k != prepLane {
+			t.Errorf("%v, 24 tokens: avx512vnni prepares activations of kind %d, not the lane GEMM's %d", typ, k, prepLane)
+		}
 	}
 	defer setISA(setISA(bestISA()))
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		for _, sh := range []struct{ rows, cols int }{{37, 256}, {96, 768}, {40, 2048}} {
 			rng := rand.New(rand.NewPCG(11, uint64(typ)*7+uint64(sh.cols)))
 			w := randomWeight(rng, typ, sh.rows, sh.cols)
-			for n := 1; n < 8; n++ {
+			for n := 1; n < 24; n++ {
 				x := randomVec(rng, n*sh.cols)
 				got, want := make([]float32, n*sh.rows), make([]float32, n*sh.rows)
 				setISA(isaVNNI)

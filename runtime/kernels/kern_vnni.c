@@ -957,7 +957,7 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 	} while (0)
 
 // weft_k512_matmul: rows [r0, r1) of a Q4_K or Q6_K product for n tokens
-// (fewer than WEFT_LANE_MIN_N) on weft_i8k_prep's activations (prep), or
+// (fewer than WEFT_LANE_MIN_N_KQUANT) on weft_i8k_prep's activations (prep), or
 // NULL to quantize here; rows walked as kern_i8.c walks them (KQ_FOR_ROWS).
 int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
 		     const uint8_t *prep, int n, float *y, long ldy) {

@@ -23,7 +23,8 @@ void weft_inject_failure(int status) { __atomic_store_n(&weft_fault, status, __A
 
 int weft_x86_kernels(void) { return WEFT_X86; }
 
-// Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N,
+// Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N
+// (Q4_K and Q6_K: WEFT_LANE_MIN_N_KQUANT; MXFP4: WEFT_LANE_MIN_N_MXFP4),
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K and the 4-bit table types take
 // the int8 lane GEMM (kern_vnni.c), whose 4-byte
 // weight broadcast feeds 64 products; below WEFT_VNNI_MAX_N the integer row
@@ -41,7 +42,8 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 // several times over for one token and lose from 64, where the float
 // kernels share each dequantized row among more tokens; the K-quants and
 // IQ4_XS, with per-256 activations, hold out longer. AVX-512 VNNI CPUs
-// take them too for Q4_K, Q6_K and IQ4_XS below WEFT_LANE_MIN_N: one FMA
+// take them too below the lane GEMM (IQ4_XS below WEFT_LANE_MIN_N, Q4_K
+// and Q6_K below WEFT_LANE_MIN_N_KQUANT): one FMA
 // per super-block, where the VNNI row kernel scales every 64 columns in
 // float; there the same kernel runs 512 bits wide (weft_k512_matmul in
 // kern_vnni.c), with the same results (IQ4_XS: kern_iq4.c's AVX2 kernel
@@ -122,7 +124,11 @@ int weft_nsel(int *isa, int n) {
 // weft_lane_min_n: the token count from which type takes the int8 lane
 // GEMM (AVX-512 VNNI).
 #if WEFT_X86
-static int weft_lane_min_n(int type) { return type == 39 ? WEFT_LANE_MIN_N_MXFP4 : WEFT_LANE_MIN_N; }
+static int weft_lane_min_n(int type) {
+	if (type == 39) return WEFT_LANE_MIN_N_MXFP4;
+	if (type == 12 || type == 14) return WEFT_LANE_MIN_N_KQUANT;
+	return WEFT_LANE_MIN_N;
+}
 #endif
 
 // weft_uses_lane: whether weft_matmul takes the int8 lane GEMM.
@@ -141,7 +147,7 @@ static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
 	int maxn = weft_i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
 	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block
-		return weft_i8_kquant(type) && n < WEFT_LANE_MIN_N && weft_i8_ok(type, K);
+		return weft_i8_kquant(type) && n < weft_lane_min_n(type) && weft_i8_ok(type, K);
 	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && weft_i8_ok(type, K);
 #else
 	(void)isa, (void)type, (void)K, (void)n;

@@ -74,7 +74,7 @@ enum {
 
 // Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
 // kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL and IQ4_XS take the int8 lane GEMM: its 16-token panels, half empty at 8
+// Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS take the int8 lane GEMM: its 16-token panels, half empty at 8
 // tokens, already match the row kernels there, which read each row once
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
@@ -83,6 +83,12 @@ enum {
 // integers (kern_iq4.c), and the lane GEMM unpacks every expert's rows for
 // the few tokens routed to it.
 #define WEFT_LANE_MIN_N_MXFP4 16
+// Q4_K and Q6_K take it later still: their 512-bit row kernel walks rows
+// in pairs (weft_k512_matmul), and with weights beyond the cache it runs
+// 8-20 tokens faster than the lane GEMM, whose step costs about the same
+// from 16 tokens to 32 (it unpacks every 16 rows once for all tokens):
+// they break even at 24 (figures: BENCHMARKS.md §1b).
+#define WEFT_LANE_MIN_N_KQUANT 24
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
 // (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
