@@ -805,6 +805,22 @@ static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_
 // built once per super-block (one instruction, where vpermw is two), and
 // each step's pair sums are scaled and added by one vpdpwssd. One core, in
 // cache, 1-4 tokens: 1.15-1.3x k512_row's rate (BENCHMARKS.md §1b).
+// k512_pair_fold: k512_fold of each row of a pair, row 0's integer sums
+// in i0 and row 1's in i1: row 0's eight folded lanes in the low half,
+// row 1's in the high half.
+static inline __attribute__((always_inline)) __m512i k512_pair_fold(__m512i i0, __m512i i1) {
+	return _mm512_add_epi32(_mm512_shuffle_i64x2(i0, i1, 0x44), _mm512_shuffle_i64x2(i0, i1, 0xee));
+}
+
+// k512_pair_store: each token's two results, row 0's lanes summed as
+// k512_row sums its eight, then row 1's.
+static inline __attribute__((always_inline)) void k512_pair_store(const __m512 *acc, float *out, long ldo, const int NT) {
+	for (int t = 0; t < NT; t++) {
+		out[t * ldo] = kq_hsum(_mm512_castps512_ps256(acc[t]));
+		out[t * ldo + 1] = kq_hsum(_mm512_extractf32x8_ps(acc[t], 1));
+	}
+}
+
 #define K5P_X(t, col) _mm512_loadu_si512((const void *)(qx + (long)(t) * K + (col)))
 #define K5P_BS(t, sb) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb))))
 
@@ -857,16 +873,12 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 			// d * dx and dmin * dx, each spread over its row's lanes
 			const __m512 dmz = _mm512_castps128_ps512(_mm_mul_ps(dm, _mm_set1_ps(dd[(long)t * nsb + sb])));
 			const __m512i mn = _mm512_mullo_epi32(_mm512_madd_epi16(K5P_BS(t, sb), ones), mins);
-			// k512_fold of each row: its low 256 bits plus its high 256 bits
-			const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(i0[t], i1[t], 0x44), _mm512_shuffle_i64x2(i0[t], i1[t], 0xee));
+			const __m512i f = k512_pair_fold(i0[t], i1[t]);
 			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_permutexvar_ps(dsel, dmz), acc[t]);
 			acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_permutexvar_ps(msel, dmz), acc[t]);
 		}
 	}
-	for (int t = 0; t < NT; t++) {
-		out[t * ldo] = kq_hsum(_mm512_castps512_ps256(acc[t]));
-		out[t * ldo + 1] = kq_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-	}
+	k512_pair_store(acc, out, ldo, NT);
 }
 
 // k512_q6k_pair: Q6_K. One vpermw per super-block gathers both rows' 16
@@ -925,16 +937,13 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 		for (int t = 0; t < NT; t++) {
 			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j), row 0 then row 1
 			const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(K5P_BS(t, sb), sc), 5);
-			const __m512i f = _mm512_add_epi32(_mm512_shuffle_i64x2(i0[t], i1[t], 0x44), _mm512_shuffle_i64x2(i0[t], i1[t], 0xee));
+			const __m512i f = k512_pair_fold(i0[t], i1[t]);
 			const __m128 dx2 = _mm_mul_ps(d2, _mm_set1_ps(dd[(long)t * nsb + sb])); // d0 * dx, d1 * dx
 			const __m512 dv = _mm512_permutexvar_ps(dsel, _mm512_castps128_ps512(dx2));
 			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(f, off)), dv, acc[t]);
 		}
 	}
-	for (int t = 0; t < NT; t++) {
-		out[t * ldo] = kq_hsum(_mm512_castps512_ps256(acc[t]));
-		out[t * ldo + 1] = kq_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-	}
+	k512_pair_store(acc, out, ldo, NT);
 }
 #undef K5P_X
 #undef K5P_BS
