@@ -94,9 +94,6 @@ type Config struct {
 
 	// onFinal, when set (tests), is called with every request's Final.
 	onFinal func(id string, f *scheduler.Final)
-	// onCancel, when set (tests), is called when a request is abandoned
-	// (its context ended or a Send failed) before its Final was sent.
-	onCancel func(id string)
 }
 
 func (c *Config) validate() error {

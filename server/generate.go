@@ -165,11 +165,6 @@ func (s *Server) follow(r scheduler.Request, start time.Time, done chan<- frontd
 			return send(c, toFinal(r.ID, start, ev.Final), ev.Final)
 		},
 		Done: func(res frontdoor.Followed) { done <- res },
-		Abandoned: func() {
-			if s.cfg.onCancel != nil {
-				s.cfg.onCancel(r.ID)
-			}
-		},
 		Finished: func(f *scheduler.Final) {
 			if s.cfg.onFinal != nil {
 				s.cfg.onFinal(r.ID, f)

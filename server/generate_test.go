@@ -178,7 +178,12 @@ func TestCancelMidStream(t *testing.T) {
 		t.Fatalf("before cancel: running %d, KV blocks used %d; want 2 and >= 250", before.Running, before.KVBlocksUsed)
 	}
 	acancel()
-	<-h.cancelChan("A") // the server saw the cancellation (no step needed)
+	// The cancellation reaches the scheduler two ways, and either may come
+	// first: the door's follow goroutine sees A's context end and cancels
+	// its stream, or the scheduler's own watch on that context drops A as
+	// it assembles its next step (while the gated step before it may still
+	// be waiting) and sends A's Final, which the door then reads instead.
+	// Steps run until A's Final is in.
 	finalA := h.finalChan("A")
 	for done := false; !done; {
 		select {

@@ -36,7 +36,6 @@ type harness struct {
 	gateOnce sync.Once
 	mu       sync.Mutex
 	finals   map[string]chan *scheduler.Final
-	cancels  map[string]chan struct{}
 }
 
 type harnessOpts struct {
@@ -64,7 +63,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.sched != nil {
 		o.sched(&scfg)
 	}
-	h := &harness{t: t, finals: map[string]chan *scheduler.Final{}, cancels: map[string]chan struct{}{}}
+	h := &harness{t: t, finals: map[string]chan *scheduler.Final{}}
 	h.model = schedtest.NewModel(scfg.BlockSize, scfg.NumBlocks)
 	h.model.Next = nextToken
 	if o.gated {
@@ -107,7 +106,6 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		Info:      ModelInfo{Name: "fake", Architecture: "fake"},
 		Registry:  reg,
 		onFinal:   h.onFinal,
-		onCancel:  h.onCancel,
 	}
 	if o.server != nil {
 		o.server(&cfg)
@@ -167,25 +165,6 @@ func (h *harness) onFinal(id string, f *scheduler.Final) {
 	case h.finalChan(id) <- f:
 	default: // only the first Final of an id is kept
 	}
-}
-
-func (h *harness) onCancel(id string) {
-	select {
-	case h.cancelChan(id) <- struct{}{}:
-	default:
-	}
-}
-
-// cancelChan receives when the server sees request id's context end.
-func (h *harness) cancelChan(id string) chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	c, ok := h.cancels[id]
-	if !ok {
-		c = make(chan struct{}, 1)
-		h.cancels[id] = c
-	}
-	return c
 }
 
 // finalChan is where the scheduler Final of request id arrives (once).
