@@ -432,10 +432,12 @@ static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint
 // (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K): dm
 // is the sub-block's min, taken off with the tokens' block sums. MODE 2
 // (Q6_K): 16-column sub-blocks, ds scales columns 0-15 and dm 16-31, so
-// the two halves keep separate integer sums.
+// the two halves keep separate integer sums. Unless pf is NULL, block b
+// also prefetches bytes [b*pfb, (b+1)*pfb) of pf.
 static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, long wrs, long wbs, int nb, const float *ds,
 							     const float *cw, const float *dm, const uint8_t *xp, long ps,
-							     float *out, const int RM, const int TV, const int MODE) {
+							     const char *pf, long pfb, float *out, const int RM, const int TV,
+							     const int MODE) {
 	__m512 acc[4][2];
 	for (int i = 0; i < RM; i++)
 		for (int v = 0; v < TV; v++) acc[i][v] = _mm512_setzero_ps();
@@ -444,6 +446,8 @@ static inline __attribute__((always_inline)) void lane_tile(const uint8_t *wq, l
 		for (int i = 0; i < RM; i++)
 			for (int v = 0; v < TV; v++) I[i][v] = J[i][v] = _mm512_setzero_si512();
 		const uint8_t *xb = xp + (long)b * LANE_BLK;
+		if (pf)
+			for (long o = ((long)b * pfb) & ~63L; o < (long)(b + 1) * pfb; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
 		for (int g = 0; g < 8; g++) {
 			__m512i xv[2];
 			for (int v = 0; v < TV; v++) xv[v] = _mm512_loadu_si512(xb + v * ps + g * 64);
@@ -515,10 +519,14 @@ static inline __attribute__((always_inline)) void lane_store(const float *blk, i
 static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq, long wrs, long wbs, int nb, int m,
 							       const float *ds, const float *cw, const float *dm,
 							       const uint8_t *xp, long ps, int n, float *y, long ldy,
-							       const int MODE) {
+							       const uint8_t *next, long nextBytes, const int MODE) {
 	float out[16 * 32] __attribute__((aligned(64)));
 	memset(out, 0, sizeof out);
 	int panels = (n + 15) / 16;
+	// The first pair of panels fetches the next rows' weights (next, nextBytes
+	// contiguous bytes; none when NULL), spread evenly over its tiles' blocks.
+	int tiles = (m + 3) / 4;
+	long pfb = next ? (nextBytes + (long)tiles * nb - 1) / ((long)tiles * nb) : 0;
 	for (int p = 0; p < panels; p += 2) {
 		int tv = panels - p >= 2 ? 2 : 1;
 		const uint8_t *xpp = xp + (long)p * ps;
@@ -527,7 +535,8 @@ static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq,
 			const uint8_t *wt = wq + (long)i0 * wrs;
 			const float *dst = ds + (long)i0 * nb, *cwt = cw + (long)i0 * nb, *dmt = dm + (long)i0 * nb;
 			float *o = out + i0 * 32;
-#define LT(RM, TV) lane_tile(wt, wrs, wbs, nb, dst, cwt, dmt, xpp, ps, o, RM, TV, MODE)
+			const char *pf = p == 0 && next ? (const char *)next + (long)(i0 / 4) * nb * pfb : 0;
+#define LT(RM, TV) lane_tile(wt, wrs, wbs, nb, dst, cwt, dmt, xpp, ps, pf, pfb, o, RM, TV, MODE)
 			if (tv == 2) {
 				switch (mt) {
 				case 4: LT(4, 2); break;
@@ -661,24 +670,33 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	for (int r = r0; r < r1; r += LANE_ROWS) {
 		int m = r1 - r < LANE_ROWS ? r1 - r : LANE_ROWS;
 		const uint8_t *wr = w + (long)r * rowBytes;
+		// The rows after these (within r1) are fetched while these are
+		// computed, the prefetches spread over the tiles (lane_panels): with
+		// few tokens a tile takes too little time for the hardware
+		// prefetcher alone to bring weights from memory (decode of 16
+		// sequences of synth-110m in Q8_0, machine A: 665-706 tokens/s
+		// without, 827-860 with; BENCHMARKS.md §1b).
+		int mn = r1 - (r + m) < LANE_ROWS ? r1 - (r + m) : LANE_ROWS;
+		const uint8_t *nx = mn > 0 ? wr + (long)m * rowBytes : 0;
+		long nxb = (long)mn * rowBytes;
 		if (type == 8) {
 			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
-			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
+			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 0);
 		} else if (type == 12) {
 			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
-			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 1);
 		} else if (weft_lane_legacy(type)) {
 			lane_unpack_legacy(type, wr, rowBytes, nb, m, q, ds, cw, dm);
 			if (type == 3 || type == 7) // a block min: MODE 1
-				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 1);
+				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 1);
 			else
-				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
+				lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 0);
 		} else if (weft_iq4_ok(type, K, 32)) { // IQ4_NL, IQ4_XS, MXFP4 (kern_iq4.c): unpacked to Q8_0's mode
 			weft_iq4_lane_unpack(type, wr, rowBytes, nb, m, q, ds, cw);
-			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 0);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 0);
 		} else {
 			lane_unpack_q6k(wr, rowBytes, nb, m, q, ds, cw, dm);
-			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, 2);
+			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 2);
 		}
 	}
 	return 0;
