@@ -853,6 +853,7 @@ static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_
 // built once per super-block (one instruction, where vpermw is two), and
 // each step's pair sums are scaled and added by one vpdpwssd. One core, in
 // cache, 1-4 tokens: 1.15-1.3x k512_row's rate (BENCHMARKS.md §1b).
+
 // k512_pair_fold: k512_fold of each row of a pair, row 0's integer sums
 // in i0 and row 1's in i1: row 0's eight folded lanes in the low half,
 // row 1's in the high half.
