@@ -86,9 +86,12 @@ static int weft_f16_gemm_from(void) {
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
 // the dot-product kernel slows down), and from 96 (F32: no dequantization
 // to share) or 48 (quantized types) for shorter ones. F16 follows
-// weft_f16_gemm_from.
+// weft_f16_gemm_from, and takes it for long rows from
+// WEFT_F16_GEMM_LONG_N tokens on every CPU: there the dot kernel's four
+// rows and four tokens (48 KiB at K = 2048) fill a whole L1 (48 KiB on
+// Zen 5).
 int weft_gemm_pays(int type, int K, int n) {
-	if (type == 1) return n >= weft_f16_gemm_from();
+	if (type == 1) return n >= weft_f16_gemm_from() || (K >= 1536 && n >= WEFT_F16_GEMM_LONG_N);
 	if (n < WEFT_VNNI_MAX_N) return 0;
 	if (K >= 1536) return 1;
 	return n >= (type == 0 ? 96 : 48);
