@@ -156,9 +156,9 @@
 //     the dot kernel, converting rows in registers, keeps it below that
 //     (Zen 4 splits each 512-bit FMA in two; Zen 5 converts and multiplies
 //     fast enough); weft_f16_gemm_from reads the CPU's vendor and family
-//     once. Long F16 rows (K >= 1536) take it from 64 tokens on AMD too:
+//     once. Long F16 rows (K >= 1536) take it from 64 tokens on Zen 5:
 //     there the dot kernel's four rows and four tokens (48 KiB at
-//     K = 2048) fill a whole L1.
+//     K = 2048) fill its whole L1 (on Zen 4 the GEMM lost there too).
 //     The other builds, which transpose element by element, take it from
 //     160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's

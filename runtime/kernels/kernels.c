@@ -51,9 +51,10 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 // llama.cpp's Q8_K, so that they round as llama.cpp rounds them. The
 // figures behind each threshold are in BENCHMARKS.md §1.
 
-// weft_f16_gemm_n: the token count from which F16 takes the packed GEMM in
-// the AVX-512 build (0 until weft_f16_gemm_from has looked at the CPU).
-static int weft_f16_gemm_n;
+// weft_f16_gemm_n, weft_f16_gemm_long_n: the token counts from which F16
+// takes the packed GEMM in the AVX-512 build, for rows of K < 1536 and of
+// K >= 1536 (0 until weft_f16_gemm_from has looked at the CPU).
+static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 
 // weft_f16_gemm_from: F16's dot-product kernel converts the rows in
 // registers for every group of 4 tokens, the GEMM once per 32-row tile for
@@ -61,37 +62,40 @@ static int weft_f16_gemm_n;
 // Intel's AVX-512 cores take the GEMM from one full 12-token panel
 // (WEFT_F16_GEMM_N); AMD from family 25 on (Zen 4, which runs each 512-bit
 // FMA as two halves, and Zen 5, which converts and multiplies in registers
-// fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens. The
-// figures behind it, per machine and shape, are in BENCHMARKS.md §1 (what
-// bounds the CPU runtime: kernel choice by batch size). Each CPU always
-// gets the same answer, so a product's kernel never changes from one run
-// to the next.
-static int weft_f16_gemm_from(void) {
-	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_RELAXED);
-	if (v) return v;
+// fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens, but Zen 5
+// (family 26 on) takes it for long rows (K >= 1536) from
+// WEFT_F16_GEMM_LONG_N tokens: there the dot kernel's four rows and four
+// tokens (48 KiB at K = 2048) fill its whole L1 (on Zen 4 the GEMM lost at
+// K = 2048 too). The figures behind it, per machine and shape, are in
+// BENCHMARKS.md §1 (what bounds the CPU runtime: kernel choice by batch
+// size). Each CPU always gets the same answer, so a product's kernel never
+// changes from one run to the next.
+static int weft_f16_gemm_from(int K) {
+	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_ACQUIRE);
+	if (v) return K >= 1536 ? __atomic_load_n(&weft_f16_gemm_long_n, __ATOMIC_RELAXED) : v;
 	v = WEFT_F16_GEMM_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_N : WEFT_GEMM_BIG_N;
+	int vl = v;
 #if WEFT_X86
 	unsigned a, b, c, d;
 	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
 		unsigned fam = (a >> 8) & 0xf;
 		if (fam == 0xf) fam += (a >> 20) & 0xff;
-		if (fam >= 0x19) v = WEFT_GEMM_BIG_N;
+		if (fam >= 0x19) v = vl = WEFT_GEMM_BIG_N;
+		if (fam >= 0x1a) vl = WEFT_F16_GEMM_LONG_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_LONG_N : WEFT_GEMM_BIG_N;
 	}
 #endif
-	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELAXED);
-	return v;
+	__atomic_store_n(&weft_f16_gemm_long_n, vl, __ATOMIC_RELAXED);
+	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELEASE); // after the long rows' count
+	return K >= 1536 ? vl : v;
 }
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
 // the dot-product kernel slows down), and from 96 (F32: no dequantization
 // to share) or 48 (quantized types) for shorter ones. F16 follows
-// weft_f16_gemm_from, and takes it for long rows from
-// WEFT_F16_GEMM_LONG_N tokens on every CPU: there the dot kernel's four
-// rows and four tokens (48 KiB at K = 2048) fill a whole L1 (48 KiB on
-// Zen 5).
+// weft_f16_gemm_from.
 int weft_gemm_pays(int type, int K, int n) {
-	if (type == 1) return n >= weft_f16_gemm_from() || (K >= 1536 && n >= WEFT_F16_GEMM_LONG_N);
+	if (type == 1) return n >= weft_f16_gemm_from(K);
 	if (n < WEFT_VNNI_MAX_N) return 0;
 	if (K >= 1536) return 1;
 	return n >= (type == 0 ? 96 : 48);

@@ -103,8 +103,8 @@ enum {
 #endif
 // From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
 // build on Intel; AMD from Zen 4 on keeps the dot kernel up to
-// WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for rows of K >= 1536, which
-// take the GEMM from WEFT_F16_GEMM_LONG_N tokens (weft_gemm_pays).
+// WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for Zen 5's rows of K >= 1536,
+// which take the GEMM from WEFT_F16_GEMM_LONG_N tokens.
 #ifndef WEFT_F16_GEMM_N
 #define WEFT_F16_GEMM_N 12
 #endif
