@@ -6,7 +6,8 @@
 // kernels live in kern_gen.c, kern_avx2.c, kern_avx512.c, kern_vnni.c and
 // kern_i8.c, the per-thread scratch they share in scratch.c. Its two
 // globals are its own (static): the injected test failure, set only
-// through weft_inject_failure, and the cached F16 GEMM threshold.
+// through weft_inject_failure, and what the CPU rules cached (the F16 GEMM
+// thresholds, the in-place read of one or two tokens).
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -52,8 +53,8 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 // figures behind each threshold are in BENCHMARKS.md §1.
 
 // weft_f16_gemm_n, weft_f16_gemm_long_n: the token counts from which F16
-// takes the packed GEMM in the AVX-512 build, for rows of K < 1536 and of
-// K >= 1536 (0 until weft_f16_gemm_from has looked at the CPU).
+// takes the packed GEMM in the AVX-512 build, for rows of K < WEFT_LONG_ROW_K and of
+// K >= WEFT_LONG_ROW_K (0 until weft_f16_gemm_from has looked at the CPU).
 static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 
 // weft_f16_gemm_from: F16's dot-product kernel converts the rows in
@@ -63,41 +64,70 @@ static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 // (WEFT_F16_GEMM_N); AMD from family 25 on (Zen 4, which runs each 512-bit
 // FMA as two halves, and Zen 5, which converts and multiplies in registers
 // fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens, but Zen 5
-// (family 26 on) takes it for long rows (K >= 1536) from
+// (family 26 on) takes it for long rows (K >= WEFT_LONG_ROW_K) from
 // WEFT_F16_GEMM_LONG_N tokens: there the dot kernel's four rows and four
 // tokens (48 KiB at K = 2048) fill its whole L1 (on Zen 4 the GEMM lost at
 // K = 2048 too). The figures behind it, per machine and shape, are in
 // BENCHMARKS.md §1 (what bounds the CPU runtime: kernel choice by batch
 // size). Each CPU always gets the same answer, so a product's kernel never
 // changes from one run to the next.
-static int weft_f16_gemm_from(int K) {
-	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_ACQUIRE);
-	if (v) return K >= 1536 ? __atomic_load_n(&weft_f16_gemm_long_n, __ATOMIC_RELAXED) : v;
-	v = WEFT_F16_GEMM_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_N : WEFT_GEMM_BIG_N;
-	int vl = v;
+// weft_amd_family: the CPU's family (0x19 Zen 3 and 4, 0x1a Zen 5) when
+// it is AMD's, else 0.
+static unsigned weft_amd_family(void) {
 #if WEFT_X86
 	unsigned a, b, c, d;
 	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
 		unsigned fam = (a >> 8) & 0xf;
 		if (fam == 0xf) fam += (a >> 20) & 0xff;
-		if (fam >= 0x19) v = vl = WEFT_GEMM_BIG_N;
-		if (fam >= 0x1a) vl = WEFT_F16_GEMM_LONG_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_LONG_N : WEFT_GEMM_BIG_N;
+		return fam;
 	}
 #endif
+	return 0;
+}
+
+static int weft_f16_gemm_from(int K) {
+	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_ACQUIRE);
+	if (v) return K >= WEFT_LONG_ROW_K ? __atomic_load_n(&weft_f16_gemm_long_n, __ATOMIC_RELAXED) : v;
+	v = WEFT_F16_GEMM_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_N : WEFT_GEMM_BIG_N;
+	int vl = v;
+	unsigned fam = weft_amd_family();
+	if (fam >= 0x19) v = vl = WEFT_GEMM_BIG_N;
+	if (fam >= 0x1a) vl = WEFT_F16_GEMM_LONG_N < WEFT_GEMM_BIG_N ? WEFT_F16_GEMM_LONG_N : WEFT_GEMM_BIG_N;
 	__atomic_store_n(&weft_f16_gemm_long_n, vl, __ATOMIC_RELAXED);
 	__atomic_store_n(&weft_f16_gemm_n, v, __ATOMIC_RELEASE); // after the long rows' count
-	return K >= 1536 ? vl : v;
+	return K >= WEFT_LONG_ROW_K ? vl : v;
+}
+
+// weft_row_reads: 1 or 2 (0 until weft_one_row_reads has looked at the CPU).
+static int weft_row_reads;
+
+// weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
+// in place (F16, F32) for one or two tokens a row at a time, with no
+// software prefetch, rather than two adjacent rows at a time with the next
+// ones prefetched. AMD family 25 does: on Zen 4 its hardware prefetchers
+// follow one row's stream best, and the pair read with its prefetch
+// decoded F16 slower in both builds (Zen 3, the same family, was not
+// measured). Zen 5 and Intel keep the pair read, which on Zen 5 was the
+// faster one. The sums are the same bits either way. The figures:
+// BENCHMARKS.md §1 (what bounds the CPU runtime).
+int weft_one_row_reads(void) {
+	int v = __atomic_load_n(&weft_row_reads, __ATOMIC_RELAXED);
+	if (!v) {
+		v = weft_amd_family() == 0x19 ? 1 : 2;
+		__atomic_store_n(&weft_row_reads, v, __ATOMIC_RELAXED);
+	}
+	return v == 1;
 }
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
-// its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= 1536, where
+// its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= WEFT_LONG_ROW_K, where
 // the dot-product kernel slows down), and from 96 (F32: no dequantization
 // to share) or 48 (quantized types) for shorter ones. F16 follows
 // weft_f16_gemm_from.
 int weft_gemm_pays(int type, int K, int n) {
 	if (type == 1) return n >= weft_f16_gemm_from(K);
 	if (n < WEFT_VNNI_MAX_N) return 0;
-	if (K >= 1536) return 1;
+	if (K >= WEFT_LONG_ROW_K) return 1;
 	return n >= (type == 0 ? 96 : 48);
 }
 

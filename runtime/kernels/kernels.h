@@ -101,9 +101,13 @@ enum {
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
 #endif
+// WEFT_LONG_ROW_K: rows of at least this many columns are long rows, for
+// which the dot-product kernel's four rows and four tokens outgrow the L1
+// (weft_gemm_pays, weft_f16_gemm_from).
+#define WEFT_LONG_ROW_K 1536
 // From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
 // build on Intel; AMD from Zen 4 on keeps the dot kernel up to
-// WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for Zen 5's rows of K >= 1536,
+// WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for Zen 5's long rows (WEFT_LONG_ROW_K),
 // which take the GEMM from WEFT_F16_GEMM_LONG_N tokens.
 #ifndef WEFT_F16_GEMM_N
 #define WEFT_F16_GEMM_N 12
@@ -213,6 +217,10 @@ float weft_stream_sum(int isa, const float *p, long n);
 int weft_gemm_pays(int type, int K, int n);
 int weft_gemm_short_rows(int K, int n);
 int weft_tile_rows(int K, int n);
+// weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
+// in place a row at a time, without software prefetch, for one or two
+// tokens.
+int weft_one_row_reads(void);
 // weft_nsel: the token count that picks the kernel for n tokens (1 under
 // WEFT_INVARIANT); it clears the flag from *isa.
 int weft_nsel(int *isa, int n);
