@@ -879,8 +879,9 @@ static inline __attribute__((always_inline)) void k512_pair_store(const __m512 *
 // gives the same integers).
 static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
 								 const float *dd, const int16_t *bs, float *out, long ldo,
-								 const int NT) {
+								 const uint8_t *pf, const int NT) {
 	const int nsb = K / 256;
+	const long pb = 2 * rowBytes / nsb; // bytes of pf per super-block
 	__m512 acc[4];
 	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
 	const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi16(1);
@@ -888,6 +889,8 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 	const __m512i msel = _mm512_add_epi32(dsel, _mm512_set1_epi32(1));
 	const uint8_t *row1 = row + rowBytes;
 	for (int sb = 0; sb < nsb; sb++) {
+		if (pf) // the pair four rows ahead, spread over this pair's super-blocks
+			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
 		const uint8_t *b0 = row + 144 * sb, *b1 = row1 + 144 * sb;
 		uint32_t h0, h1;
 		memcpy(&h0, b0, 4);
@@ -938,8 +941,9 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 // logic operation.
 static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
 								 const float *dd, const int16_t *bs, float *out, long ldo,
-								 const int NT) {
+								 const uint8_t *pf, const int NT) {
 	const int nsb = K / 256;
+	const long pb = 2 * rowBytes / nsb; // bytes of pf per super-block
 	__m512 acc[4];
 	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
 	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
@@ -950,6 +954,8 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 	const __m512i dsel = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(1));
 	const uint8_t *row1 = row + rowBytes;
 	for (int sb = 0; sb < nsb; sb++) {
+		if (pf) // the pair four rows ahead, spread over this pair's super-blocks
+			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
 		const uint8_t *b0 = row + 210 * sb, *b1 = row1 + 210 * sb;
 		// row 0's 16 scales as words 0-15, row 1's as 16-31
 		const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu2_m128i((const __m128i *)(b1 + 192), (const __m128i *)(b0 + 192)));
@@ -999,13 +1005,17 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 
 // KQ_FOR_PAIRS runs PAIR(NT) for the row pairs of [r0, r1) and ROW(NT) for
 // a last odd row, for tokens t..t+NT-1, four tokens at a time, fetching
-// the next pair while this one is computed, as KQ_FOR_ROWS does.
+// the next pair while this one is computed, as KQ_FOR_ROWS does: all of it
+// as the pair starts, or on Zen 4 (weft_kq_spread_fetch) the pair four rows
+// ahead, spread over the first token group's pass (pf).
 #define KQ_FOR_PAIRS(PAIR, ROW)                                                                                          \
 	do {                                                                                                             \
+		const int spread = weft_kq_spread_fetch();                                                               \
 		int r = r0;                                                                                              \
 		for (; r + 2 <= r1; r += 2) {                                                                            \
 			const uint8_t *row = w + (long)r * rowBytes;                                                     \
-			if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, (r + 4 <= r1 ? 2 : 1) * rowBytes);              \
+			const uint8_t *pf = spread && r + 6 <= r1 ? row + 4 * rowBytes : 0;                              \
+			if (!spread && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, (r + 4 <= r1 ? 2 : 1) * rowBytes);   \
 			KQ_FOR_TOKENS(PAIR)                                                                              \
 		}                                                                                                        \
 		if (r < r1) {                                                                                            \
@@ -1033,8 +1043,8 @@ int weft_k512_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	const int16_t *bs = (const int16_t *)(dd + (long)n * nsb);
 #define K5_ROW12(NT) k512_row(12, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
 #define K5_ROW14(NT) k512_row(14, row, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
-#define K5_PAIR12(NT) k512_q4k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
-#define K5_PAIR14(NT) k512_q6k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, NT)
+#define K5_PAIR12(NT) k512_q4k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, t ? 0 : pf, NT)
+#define K5_PAIR14(NT) k512_q6k_pair(row, rowBytes, K, qx + (long)t * K, dd + (long)t * nsb, bs + (long)t * nbs, y + t * ldy + r, ldy, t ? 0 : pf, NT)
 	if (type == 12)
 		KQ_FOR_PAIRS(K5_PAIR12, K5_ROW12);
 	else

@@ -4,10 +4,10 @@
 // points kernels.h declares for Go) and the rules that pick a kernel by
 // token count. Go passes the ISA it found at start-up (cpu.go); the per-ISA
 // kernels live in kern_gen.c, kern_avx2.c, kern_avx512.c, kern_vnni.c and
-// kern_i8.c, the per-thread scratch they share in scratch.c. Its two
+// kern_i8.c, the per-thread scratch they share in scratch.c. Its
 // globals are its own (static): the injected test failure, set only
-// through weft_inject_failure, and what the CPU rules cached (the F16 GEMM
-// thresholds, the in-place read of one or two tokens).
+// through weft_inject_failure, and what the CPU rules cached (the CPU's
+// AMD family, the F16 GEMM thresholds).
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -52,6 +52,27 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 // llama.cpp's Q8_K, so that they round as llama.cpp rounds them. The
 // figures behind each threshold are in BENCHMARKS.md §1.
 
+// weft_amd_fam: the CPU's family + 1 when it is AMD's, 1 otherwise (0 until
+// weft_amd_family has read it).
+static unsigned weft_amd_fam;
+
+// weft_amd_family: the CPU's family (0x19 Zen 3 and 4, 0x1a Zen 5) when
+// it is AMD's, else 0.
+static unsigned weft_amd_family(void) {
+	unsigned v = __atomic_load_n(&weft_amd_fam, __ATOMIC_RELAXED);
+	if (v) return v - 1;
+	unsigned fam = 0;
+#if WEFT_X86
+	unsigned a, b, c, d;
+	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
+		fam = (a >> 8) & 0xf;
+		if (fam == 0xf) fam += (a >> 20) & 0xff;
+	}
+#endif
+	__atomic_store_n(&weft_amd_fam, fam + 1, __ATOMIC_RELAXED);
+	return fam;
+}
+
 // weft_f16_gemm_n, weft_f16_gemm_long_n: the token counts from which F16
 // takes the packed GEMM in the AVX-512 build, for rows of K < WEFT_LONG_ROW_K and of
 // K >= WEFT_LONG_ROW_K (0 until weft_f16_gemm_from has looked at the CPU).
@@ -71,20 +92,6 @@ static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 // BENCHMARKS.md §1 (what bounds the CPU runtime: kernel choice by batch
 // size). Each CPU always gets the same answer, so a product's kernel never
 // changes from one run to the next.
-// weft_amd_family: the CPU's family (0x19 Zen 3 and 4, 0x1a Zen 5) when
-// it is AMD's, else 0.
-static unsigned weft_amd_family(void) {
-#if WEFT_X86
-	unsigned a, b, c, d;
-	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 /* "Auth"enticAMD */ && __get_cpuid(1, &a, &b, &c, &d)) {
-		unsigned fam = (a >> 8) & 0xf;
-		if (fam == 0xf) fam += (a >> 20) & 0xff;
-		return fam;
-	}
-#endif
-	return 0;
-}
-
 static int weft_f16_gemm_from(int K) {
 	int v = __atomic_load_n(&weft_f16_gemm_n, __ATOMIC_ACQUIRE);
 	if (v) return K >= WEFT_LONG_ROW_K ? __atomic_load_n(&weft_f16_gemm_long_n, __ATOMIC_RELAXED) : v;
@@ -98,9 +105,6 @@ static int weft_f16_gemm_from(int K) {
 	return K >= WEFT_LONG_ROW_K ? vl : v;
 }
 
-// weft_row_reads: 1 or 2 (0 until weft_one_row_reads has looked at the CPU).
-static int weft_row_reads;
-
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
 // in place (F16, F32) for one or two tokens a row at a time, with no
 // software prefetch, rather than two adjacent rows at a time with the next
@@ -110,14 +114,17 @@ static int weft_row_reads;
 // measured). Zen 5 and Intel keep the pair read, which on Zen 5 was the
 // faster one. The sums are the same bits either way. The figures:
 // BENCHMARKS.md §1 (what bounds the CPU runtime).
-int weft_one_row_reads(void) {
-	int v = __atomic_load_n(&weft_row_reads, __ATOMIC_RELAXED);
-	if (!v) {
-		v = weft_amd_family() == 0x19 ? 1 : 2;
-		__atomic_store_n(&weft_row_reads, v, __ATOMIC_RELAXED);
-	}
-	return v == 1;
-}
+int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
+
+// weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel
+// (weft_k512_matmul) fetches the pair four rows ahead a super-block's share
+// at a time, as the Q8_0 row kernel fetches its rows, rather than all of the
+// next pair as a pair starts. AMD family 25 (Zen 4: the AVX-512 build runs
+// on no Zen 3) does: there, with the burst, the 1B preset's Q4_K_M decoded
+// one to four sequences 1.2-1.7x slower. Zen 5 and Intel keep the burst,
+// which was not measured against the spread there. The figures:
+// BENCHMARKS.md §1 (what bounds the CPU runtime).
+int weft_kq_spread_fetch(void) { return weft_amd_family() == 0x19; }
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= WEFT_LONG_ROW_K, where

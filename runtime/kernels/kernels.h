@@ -221,6 +221,9 @@ int weft_tile_rows(int K, int n);
 // in place a row at a time, without software prefetch, for one or two
 // tokens.
 int weft_one_row_reads(void);
+// weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel spreads
+// its fetch of the rows ahead over a pair's super-blocks.
+int weft_kq_spread_fetch(void);
 // weft_nsel: the token count that picks the kernel for n tokens (1 under
 // WEFT_INVARIANT); it clears the flag from *isa.
 int weft_nsel(int *isa, int n);
