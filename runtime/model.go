@@ -150,6 +150,16 @@ func (m *Model) Close() error {
 	return m.closeErr
 }
 
+// WeightsToMemory moves the model file's bytes out of its read-only file
+// mapping into private anonymous memory at the same addresses, in
+// transparent huge pages where the kernel grants them
+// ([gguf.File.ToMemory]): the weights (and every backend built on them)
+// stay valid. Call it before the model serves. The built-in model is in
+// memory already: nothing is copied.
+func (m *Model) WeightsToMemory() (gguf.Placement, error) {
+	return m.File.ToMemory()
+}
+
 // NewCPUBackend returns a CPU backend for the model (cpu.New on its weights).
 func (m *Model) NewCPUBackend(cfg cpu.Config) (*cpu.Backend, error) {
 	return cpu.New(m.LM, cfg)

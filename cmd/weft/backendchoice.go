@@ -64,9 +64,10 @@ func kvBytesPerToken(elems int, kvType string) int {
 // answered. co configures the CUDA backend; cc gives the CPU one's config,
 // called only when the CPU runs (serve sizes its pool from RAM there).
 // invariant is --batch-invariant, which only the CPU backend runs: auto
-// then refuses a CUDA backend that opens (errBatchInvariantCUDA). log gets
+// then refuses a CUDA backend that opens (errBatchInvariantCUDA). weights
+// is --weights, carried out when the CPU runs (placeWeights). log gets
 // CUDA's log lines and the fallback.
-func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions, cc func() (cpu.Config, error), log *slog.Logger) (batch.Backend, string, error) {
+func pickBackend(m *runtime.Model, choice string, invariant bool, weights string, co cudaOptions, cc func() (cpu.Config, error), log *slog.Logger) (batch.Backend, string, error) {
 	why := "--backend " + choice
 	if choice != "cpu" {
 		b, err := newCUDABackend(m, co, log)
@@ -91,6 +92,14 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 	if err != nil {
 		return nil, "", err
 	}
+	placed, err := placeWeights(m, weights, log)
+	if err != nil {
+		b.Close()
+		return nil, "", err
+	}
+	if placed != "" {
+		why += "; " + placed
+	}
 	if invariant {
 		why += "; " + batchInvariantWhy
 	}
@@ -102,7 +111,7 @@ func pickBackend(m *runtime.Model, choice string, invariant bool, co cudaOptions
 // cpu.PlanPool from --kv-memory or RAM.
 func newBackend(c serveConfig, m *runtime.Model, log *slog.Logger) (b batch.Backend, why string, err error) {
 	co := cudaOptions{KVBytes: c.KVMemory, Utilization: c.GPUMemUtil, MaxSeqs: c.MaxSeqs, MaxBatchTokens: c.MaxBatchTokens, Eager: c.CUDAEager}
-	return pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
+	return pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant, c.Weights, co, func() (cpu.Config, error) { return servePool(c, m, log) }, log)
 }
 
 // servePool sizes serve's CPU KV pool (servePlan) and logs the plan.

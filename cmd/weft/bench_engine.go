@@ -45,6 +45,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	backendFlag := fs.String("backend", "cpu", "compute backend: cpu, cuda, or auto (CUDA when this binary has it and a GPU answers); the stated bounds are the CPU's")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	kvType := fs.String("kv-type", "f16", kvTypeUsage)
+	weights := fs.String("weights", "auto", weightsUsage)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the timed decode steps of the last --seqs count to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,6 +65,9 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *invariant && *backendFlag == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
+	}
+	if err := checkWeights(*weights); err != nil {
+		return err
 	}
 	if err := checkKVType(*kvType, *backendFlag); err != nil {
 		return err
@@ -159,7 +163,7 @@ func runEngineBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	var backendName, backendWhy string
 	newBackend := func(seqs, tokens int) (batch.Backend, int, error) {
 		const bs = batch.DefaultBlockSize
-		b, why, err := pickBackend(m, kvBackend(*backendFlag, *kvType), *invariant,
+		b, why, err := pickBackend(m, kvBackend(*backendFlag, *kvType), *invariant, *weights,
 			cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: seqs, MaxBatchTokens: max(*promptLen, maxSeqs)},
 			func() (cpu.Config, error) {
 				return cpu.Config{BlockSize: bs, NumBlocks: seqs * ((tokens + bs - 1) / bs), KVType: *kvType}, nil

@@ -139,7 +139,7 @@ func TestBenchEngineBackend(t *testing.T) {
 		flags                  []string
 		wantPrefix, wantSuffix string
 	}{
-		{nil, "cpu (", "; --backend cpu"},
+		{[]string{"--weights", "mapped"}, "cpu (", "; --backend cpu; weights mapped (--weights mapped)"},
 		{[]string{"--backend", "cuda"}, "fake-cuda; --backend cuda", ""},
 		{[]string{"--backend", "auto"}, "fake-cuda; --backend auto", ""},
 	} {

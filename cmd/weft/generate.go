@@ -30,6 +30,7 @@ type generateConfig struct {
 	MaxTokens int
 	Sampling  sample.Params
 	KVType    string
+	Weights   string // auto, memory or mapped (checkWeights)
 	Threads   int
 	Format    string
 	Chunk     int    // prompt tokens per forward step
@@ -45,6 +46,9 @@ func (c *generateConfig) validate() error {
 	}
 	if c.Format != "text" && c.Format != "json" {
 		return fmt.Errorf("--format must be text or json, got %q", c.Format)
+	}
+	if err := checkWeights(c.Weights); err != nil {
+		return err
 	}
 	if err := checkKVType(c.KVType, c.Backend); err != nil {
 		return err
@@ -99,6 +103,7 @@ func generateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Float64Var(&topP, "top-p", 0, "nucleus filter (0 or 1: off)")
 	fs.Uint64Var(&seed, "seed", 0, "sampling seed")
 	fs.StringVar(&c.KVType, "kv-type", "f16", kvTypeUsage)
+	fs.StringVar(&c.Weights, "weights", "auto", weightsUsage)
 	fs.IntVar(&c.Threads, "threads", 0, "worker threads (0: all cores)")
 	fs.StringVar(&c.Format, "format", "text", "output: text or json")
 	fs.IntVar(&c.Chunk, "prompt-chunk", 512, "prompt tokens per forward step")
@@ -177,7 +182,7 @@ func generate(ctx context.Context, m *runtime.Model, c generateConfig, out, stde
 	maxTokens := min(c.MaxTokens, ctxLen-len(prompt))
 	total := len(prompt) + maxTokens
 	const bs = batch.DefaultBlockSize
-	b, why, err := pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant,
+	b, why, err := pickBackend(m, kvBackend(c.Backend, c.KVType), c.BatchInvariant, c.Weights,
 		cudaOptions{Utilization: gpumem.DefaultUtilization, MaxSeqs: 1, MaxBatchTokens: c.Chunk},
 		func() (cpu.Config, error) {
 			return cpu.Config{BlockSize: bs, NumBlocks: (total + bs - 1) / bs, KVType: c.KVType, Threads: c.Threads}, nil

@@ -95,6 +95,7 @@ func TestGenerateRejectsFlags(t *testing.T) {
 		{"--max-tokens", "0"},
 		{"--format", "xml"},
 		{"--kv-type", "q8"},
+		{"--weights", "anon"},
 		{"--temperature", "-1"},
 		{"extra"},
 	} {

@@ -14,12 +14,15 @@ import (
 // memEstimate is the resident memory serve expects of a model on the CPU
 // backend, worked out from the file's header before the model loads.
 type memEstimate struct {
-	// Weights are the tensors' bytes. They stay memory-mapped from the file
-	// (nothing is copied or repacked), so they count as page cache that the
-	// kernel may evict and read back; every weight a step touches becomes
-	// resident, which for a mixture-of-experts model is, over a few
-	// steps, every expert.
+	// Weights are the tensors' bytes. Mapped from the file (--weights
+	// mapped, or auto when they do not fit), they count as page cache that
+	// the kernel may evict and read back, and every weight a step touches
+	// becomes resident, which for a mixture-of-experts model is, over a few
+	// steps, every expert. Copied into memory (placeWeights), all of them
+	// are resident from the start.
 	Weights uint64
+	// WeightsMode is --weights: memory, mapped or auto.
+	WeightsMode string
 	// Experts is the part of Weights in stacked expert tensors (0 for a
 	// dense model), with the share one token reads (Used of Count).
 	Experts     uint64
@@ -46,7 +49,7 @@ func estimateMemory(c serveConfig, path string, log *slog.Logger) (memEstimate, 
 	if err != nil {
 		return memEstimate{}, err
 	}
-	var e memEstimate
+	e := memEstimate{WeightsMode: c.Weights}
 	for _, t := range f.Tensors {
 		e.Weights += uint64(len(t.Data))
 		if len(t.Dims) == 3 {
@@ -67,11 +70,22 @@ func estimateMemory(c serveConfig, path string, log *slog.Logger) (memEstimate, 
 	return e, nil
 }
 
+// weightsWhere says where --weights puts the weights.
+func (e memEstimate) weightsWhere() string {
+	switch e.WeightsMode {
+	case "mapped":
+		return " (memory-mapped from the file, not copied: --weights mapped)"
+	case "memory":
+		return " (copied into memory once the backend is built: --weights memory)"
+	}
+	return " (copied into memory once the backend is built when they fit, else memory-mapped: --weights auto)"
+}
+
 // log writes the estimate: one line, and a warning when it exceeds RAM.
 func (e memEstimate) log(log *slog.Logger) {
 	attrs := []any{
 		"total", batch.GiB(e.Total()),
-		"weights", batch.GiB(e.Weights) + " (memory-mapped from the file, not copied)",
+		"weights", batch.GiB(e.Weights) + e.weightsWhere(),
 		"kv_pool", batch.GiB(e.KV.KVBytes) + fmt.Sprintf(" (%d tokens)", e.KV.Tokens),
 		"step_buffers", batch.GiB(e.Step),
 	}

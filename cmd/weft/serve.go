@@ -52,6 +52,7 @@ type serveConfig struct {
 	MaxWaiting     int           // waiting queue bound
 	KVMemory       int64         // bytes for the KV pool (0: backend default)
 	KVType         string        // the CPU KV cache's element type: f16, f32 or q8_0 (checkKVType)
+	Weights        string        // where the CPU backend reads the weights: auto, memory or mapped (checkWeights)
 	MaxPromptBytes int64         // text bytes a request may have tokenized (0: 16 per context token)
 	ChatTemplate   string        // Chat's template instead of the model's: chatml, plain or a file ("": the model's)
 	ToolFormat     string        // the tool-call format of replies (toolcall.ParseFormat; "": detected from the template)
@@ -88,6 +89,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.BatchInvariant && c.Backend == "cuda" {
 		return errBatchInvariantCUDA("--backend cuda")
+	}
+	if err := checkWeights(c.Weights); err != nil {
+		return err
 	}
 	if err := checkKVType(c.KVType, c.Backend); err != nil {
 		return err
@@ -204,6 +208,7 @@ func parseServeFlags(args []string) (serveConfig, error) {
 	fs.IntVar(&c.MaxWaiting, "max-waiting", 0, fmt.Sprintf("most requests waiting for admission (0: scheduler default, %d)", scheduler.DefaultMaxWaiting))
 	fs.Var(byteSize{&c.KVMemory}, "kv-memory", "bytes for the KV cache pool, e.g. 256MiB (0: backend default)")
 	fs.StringVar(&c.KVType, "kv-type", "f16", kvTypeUsage)
+	fs.StringVar(&c.Weights, "weights", "auto", weightsUsage)
 	fs.Var(byteSize{&c.MaxPromptBytes}, "max-prompt-bytes",
 		fmt.Sprintf("longest prompt text (Generate text, chat contents, Tokenize text) tokenized, e.g. 1MiB; longer is PROMPT_TOO_LONG (0: %d bytes per context token)", frontdoor.PromptBytesPerToken))
 	fs.StringVar(&c.EmbedPooling, "embed-pooling", scheduler.DefaultPooling.String(),
@@ -869,6 +874,11 @@ func loadDraftModel(c serveConfig, target *runtime.Model, kv batch.KVInfo, log *
 	}
 	db, err := dm.NewCPUBackend(cpu.Config{BlockSize: kv.BlockSize, NumBlocks: blocks, KVType: "f16"})
 	if err != nil {
+		dm.Close()
+		return nil, nil, fmt.Errorf("--draft-model: %w", err)
+	}
+	if _, err := placeWeights(dm, c.Weights, log); err != nil {
+		db.Close()
 		dm.Close()
 		return nil, nil, fmt.Errorf("--draft-model: %w", err)
 	}

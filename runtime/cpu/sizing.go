@@ -3,7 +3,6 @@ package cpu
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -178,28 +177,104 @@ func ramBudget(totalRAM, weightsBytes uint64, fraction float64) (uint64, error) 
 	return b - weightsBytes, nil
 }
 
-// SystemMemory returns MemTotal from /proc/meminfo in bytes.
+// SystemMemory returns the memory this process may use, in bytes:
+// MemTotal from /proc/meminfo, or the container's memory limit where
+// /sys/fs/cgroup shows a smaller one (cgroup v2's memory.max, v1's
+// memory.limit_in_bytes), so that a pod sized below its node is planned
+// for what it may hold.
 func SystemMemory() (uint64, error) {
 	data, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, fmt.Errorf("cpu: read meminfo: %w", err)
 	}
-	return parseMemTotal(data)
+	total, err := parseMemTotal(data)
+	if err != nil {
+		return 0, err
+	}
+	if limit, _, ok := cgroupMemory("/sys/fs/cgroup"); ok {
+		total = min(total, limit)
+	}
+	return total, nil
 }
 
-func parseMemTotal(data []byte) (uint64, error) {
+// AvailableMemory is the memory this process can add now without swapping
+// or being killed, in bytes: what the kernel estimates can be given to
+// programs (MemAvailable in /proc/meminfo: free pages and the reclaimable
+// page cache), and no more than the container's memory limit less its
+// anonymous memory, where /sys/fs/cgroup shows a limit (cgroup v2's
+// memory.max, or v1's memory.limit_in_bytes: a container's own cgroup).
+// Linux only.
+func AvailableMemory() (uint64, error) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("cpu: read meminfo: %w", err)
+	}
+	avail, err := parseMeminfo(data, "MemAvailable")
+	if err != nil {
+		return 0, err
+	}
+	if room, ok := cgroupHeadroom("/sys/fs/cgroup"); ok {
+		avail = min(avail, room)
+	}
+	return avail, nil
+}
+
+// cgroupHeadroom is the cgroup under root's memory limit less its
+// anonymous memory (its page cache can be reclaimed), ok false where no
+// limit is set or none can be read.
+func cgroupHeadroom(root string) (uint64, bool) {
+	limit, anon, ok := cgroupMemory(root)
+	if !ok {
+		return 0, false
+	}
+	return limit - min(anon, limit), true
+}
+
+// cgroupMemory reads the memory limit and the anonymous memory of the
+// cgroup under root (v2, else v1), ok false where no limit is set or none
+// can be read.
+func cgroupMemory(root string) (limit, anon uint64, ok bool) {
+	for _, v := range []struct{ limit, stat, anon string }{
+		{"memory.max", "memory.stat", "anon"},                               // v2
+		{"memory/memory.limit_in_bytes", "memory/memory.stat", "total_rss"}, // v1
+	} {
+		b, err := os.ReadFile(root + "/" + v.limit)
+		if err != nil {
+			continue
+		}
+		limit, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+		if err != nil || limit >= 1<<62 { // "max", or v1's page-rounded int64 maximum
+			return 0, 0, false
+		}
+		if st, err := os.ReadFile(root + "/" + v.stat); err == nil {
+			sc := bufio.NewScanner(bytes.NewReader(st))
+			for sc.Scan() {
+				if f := bytes.Fields(sc.Bytes()); len(f) == 2 && string(f[0]) == v.anon {
+					anon, _ = strconv.ParseUint(string(f[1]), 10, 64)
+				}
+			}
+		}
+		return limit, anon, true
+	}
+	return 0, 0, false
+}
+
+func parseMemTotal(data []byte) (uint64, error) { return parseMeminfo(data, "MemTotal") }
+
+// parseMeminfo is the value of /proc/meminfo's line key, in bytes.
+func parseMeminfo(data []byte, key string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
-		if len(f) >= 2 && string(f[0]) == "MemTotal:" {
+		if len(f) >= 2 && string(f[0]) == key+":" {
 			kb, err := strconv.ParseUint(string(f[1]), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("cpu: meminfo MemTotal %q: %w", f[1], err)
+				return 0, fmt.Errorf("cpu: meminfo %s %q: %w", key, f[1], err)
 			}
 			return kb * 1024, nil
 		}
 	}
-	return 0, errors.New("cpu: no MemTotal in meminfo")
+	return 0, fmt.Errorf("cpu: no %s in meminfo", key)
 }
 
 // StepScratchBytes is the memory the CPU backend's per-step buffers take for

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -106,6 +108,43 @@ func TestRAMBudget(t *testing.T) {
 	}
 }
 
+func TestCgroupHeadroom(t *testing.T) {
+	write := func(dir, name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := t.TempDir()
+	write(v2, "memory.max", "17179869184\n")
+	write(v2, "memory.stat", "anon 1073741824\nfile 8589934592\n")
+	if got, ok := cgroupHeadroom(v2); !ok || got != 15<<30 {
+		t.Errorf("v2 with a 16 GiB limit and 1 GiB anon: %d, %v; want 15 GiB", got, ok)
+	}
+	unlimited := t.TempDir()
+	write(unlimited, "memory.max", "max\n")
+	if got, ok := cgroupHeadroom(unlimited); ok {
+		t.Errorf("v2 without a limit: %d, %v", got, ok)
+	}
+	v1 := t.TempDir()
+	write(v1, "memory/memory.limit_in_bytes", "4294967296\n")
+	write(v1, "memory/memory.stat", "rss 5\ntotal_rss 5368709120\n")
+	if got, ok := cgroupHeadroom(v1); !ok || got != 0 {
+		t.Errorf("v1 over its limit: %d, %v; want 0, true", got, ok)
+	}
+	write(v1, "memory/memory.limit_in_bytes", "9223372036854771712\n")
+	if _, ok := cgroupHeadroom(v1); ok {
+		t.Error("v1's unlimited value read as a limit")
+	}
+	if _, ok := cgroupHeadroom(t.TempDir()); ok {
+		t.Error("no cgroup files read as a limit")
+	}
+}
+
 func TestParseMemTotal(t *testing.T) {
 	got, err := parseMemTotal([]byte("MemFree:  10 kB\nMemTotal:       24576000 kB\n"))
 	if err != nil || got != 24576000*1024 {
@@ -116,5 +155,11 @@ func TestParseMemTotal(t *testing.T) {
 	}
 	if n, err := SystemMemory(); err != nil || n == 0 {
 		t.Errorf("SystemMemory = %d, %v", n, err)
+	}
+	if got, err := parseMeminfo([]byte("MemTotal: 9 kB\nMemAvailable:     123 kB\n"), "MemAvailable"); err != nil || got != 123*1024 {
+		t.Errorf("parseMeminfo MemAvailable = %d, %v", got, err)
+	}
+	if n, err := AvailableMemory(); err != nil || n == 0 {
+		t.Errorf("AvailableMemory = %d, %v", n, err)
 	}
 }

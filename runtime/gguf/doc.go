@@ -12,7 +12,10 @@
 // anything is allocated, so a truncated or hostile file yields an error,
 // never a panic or an allocation larger than the file. Tensor data is not
 // copied: [TensorInfo.Data] is a view into the memory-mapped file, valid
-// until [File.Close].
+// until [File.Close]. On Linux the file is mapped at a 2 MiB-aligned
+// address, and [File.ToMemory] can move its bytes into anonymous memory
+// in transparent huge pages at the same addresses, so that the views stay
+// valid (weft serve --weights).
 //
 //	f, err := gguf.Open("model.gguf")
 //	if err != nil { ... }

@@ -1,8 +1,9 @@
-//go:build unix
+//go:build unix && !linux
 
 package gguf
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -16,4 +17,9 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 		return nil, nil, err
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
+}
+
+// toMemory is refused here: the file stays mapped.
+func toMemory([]byte) (Placement, error) {
+	return Placement{}, errors.ErrUnsupported
 }

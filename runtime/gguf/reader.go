@@ -87,6 +87,55 @@ type File struct {
 	kv      map[string]int
 	tensors map[string]int
 	unmap   func() error
+	data    []byte // the whole file: Open's mapping, or Parse's bytes
+	placed  *Placement
+}
+
+// Placement says where a file's bytes are after [File.ToMemory].
+type Placement struct {
+	// Bytes is the file's size.
+	Bytes int64
+	// Anonymous is true when the bytes were copied from the file's mapping
+	// into private anonymous memory.
+	Anonymous bool
+	// HugePages is how many of them the kernel backs with transparent huge
+	// pages (0 where it grants none, or where that cannot be read).
+	HugePages int64
+}
+
+// Placed is ToMemory's placement once it has moved the file's bytes (ok
+// false before).
+func (f *File) Placed() (p Placement, ok bool) {
+	if f.placed == nil {
+		return Placement{}, false
+	}
+	return *f.placed, true
+}
+
+// ToMemory moves an opened file's bytes from its read-only file mapping
+// into private, read-only anonymous memory at the same addresses, asking
+// the kernel for transparent huge pages (Linux; elsewhere it returns
+// errors.ErrUnsupported and the file stays mapped). Every view into the
+// file ([TensorInfo.Data], and whatever was built on them) stays valid
+// and holds the same bytes; nothing may read the file's data while it
+// runs. The bytes then no longer come from the page cache: the kernel
+// cannot evict them, and on the CPU the weights stream from huge pages,
+// which costs fewer TLB misses (BENCHMARKS.md §1, what bounds the CPU
+// runtime). A second call, or one on a Parse'd file (already in Go
+// memory), returns where the bytes are and copies nothing.
+func (f *File) ToMemory() (Placement, error) {
+	if f.placed != nil {
+		return *f.placed, nil
+	}
+	if f.unmap == nil {
+		return Placement{Bytes: int64(len(f.data))}, nil
+	}
+	p, err := toMemory(f.data)
+	if err != nil {
+		return Placement{}, err
+	}
+	f.placed = &p
+	return p, nil
 }
 
 // Open memory-maps and parses the file at path.
@@ -491,5 +540,6 @@ func Parse(data []byte) (*File, error) {
 		}
 		t.Data = data[start+t.Offset : start+t.Offset+nbytes : start+t.Offset+nbytes]
 	}
+	f.data = data
 	return f, nil
 }
