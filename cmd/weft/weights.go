@@ -9,6 +9,7 @@ import (
 	"github.com/weft-inference/weft/runtime"
 	"github.com/weft-inference/weft/runtime/batch"
 	"github.com/weft-inference/weft/runtime/cpu"
+	"github.com/weft-inference/weft/runtime/gguf"
 )
 
 // weightsUsage is --weights' help (serve, generate, bench --engine).
@@ -81,15 +82,15 @@ func placeWeights(m *runtime.Model, mode string, log *slog.Logger) (string, erro
 	if m.Synthetic {
 		return "", nil
 	}
+	if p, ok := m.File.Placed(); ok { // placed by an earlier backend on this model
+		return placedWhy(p, "placed when an earlier backend was built"), nil
+	}
 	var size int64
 	if st, err := os.Stat(m.Path); err == nil {
 		size = st.Size()
 	}
 	avail, availErr := cpu.AvailableMemory()
 	copyIt, why := weightsDecision(mode, size, avail, availErr, thpMode())
-	if _, ok := m.File.Placed(); ok {
-		copyIt = true // placed by an earlier backend on this model
-	}
 	if !copyIt {
 		log.Info("weights read in place from the file's mapping", "model", m.Name, "why", why)
 		return "weights mapped (" + why + ")", nil
@@ -104,5 +105,10 @@ func placeWeights(m *runtime.Model, mode string, log *slog.Logger) (string, erro
 	}
 	log.Info("weights copied into memory", "model", m.Name, "bytes", batch.GiB(uint64(p.Bytes)),
 		"huge_pages", batch.GiB(uint64(p.HugePages)), "why", why)
-	return fmt.Sprintf("weights in memory, %s of %s in huge pages (%s)", batch.GiB(uint64(p.HugePages)), batch.GiB(uint64(p.Bytes)), why), nil
+	return placedWhy(p, why), nil
+}
+
+// placedWhy says where ToMemory put the weights, and why.
+func placedWhy(p gguf.Placement, why string) string {
+	return fmt.Sprintf("weights in memory, %s of %s in huge pages (%s)", batch.GiB(uint64(p.HugePages)), batch.GiB(uint64(p.Bytes)), why)
 }
