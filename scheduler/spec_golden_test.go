@@ -237,12 +237,10 @@ func TestSpecDraftModelPreemptCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		defer cancel()
+		// Every request is queued before the loop starts, so the loop
+		// admits them together: the pool fills and preempts whatever
+		// the OS does to this goroutine between two Submits.
 		var streams []*scheduler.Stream
 		for i, p := range specPrompts[:3] {
 			st, err := s.Submit(ctx, scheduler.Request{Prompt: slices.Clone(p), MaxTokens: 64, IgnoreEOS: true, Priority: i})
@@ -256,6 +254,12 @@ func TestSpecDraftModelPreemptCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
 		var cancelled []int32
 		for {
 			ev, err := cs.Recv(ctx)

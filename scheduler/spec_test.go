@@ -107,6 +107,7 @@ func TestSpecPromptCopy(t *testing.T) {
 				if diff := cmp.Diff(schedtest.Reference(p, n, copyNext), r.tokens); diff != "" {
 					t.Fatalf("tokens (-want +got):\n%s", diff)
 				}
+				synctest.Wait() // the loop publishes Stats after the step that sent Final
 				st := h.s.Stats()
 				f := r.final
 				if f.Reason != FinishLength || f.CompletionTokens != n {
@@ -228,6 +229,7 @@ func TestSpecCancelAndPreempt(t *testing.T) {
 		if diff := cmp.Diff(schedtest.Reference(pc, len(resC.tokens), copyNext), resC.tokens); diff != "" {
 			t.Errorf("cancelled: tokens (-want +got):\n%s", diff)
 		}
+		synctest.Wait()
 		st := h.s.Stats()
 		t.Logf("%d steps, %d preemptions, drafted %d, accepted %d", st.Steps, st.Preemptions, st.SpecDraftTokens, st.SpecAcceptedTokens)
 		if st.Preemptions == 0 || st.SpecAcceptedTokens == 0 {
