@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	goruntime "runtime"
@@ -213,15 +212,6 @@ func orcaServerOptions(r *loadReporter) []grpc.ServerOption {
 // registerORCA registers the out-of-band service on g.
 func registerORCA(g *grpc.Server, r *loadReporter) {
 	v3orcaservicegrpc.RegisterOpenRcaServiceServer(g, orcaService{r: r})
-}
-
-// processCPU is the process's user plus system CPU time.
-func processCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
 
 // memUtilization is the resident set size over the machine's total memory
