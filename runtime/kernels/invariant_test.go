@@ -94,33 +94,45 @@ func TestBatchVariantKernelsDiffer(t *testing.T) {
 	}
 }
 
-// TestKQuantWideKernelSameBits: below the lane GEMM (1-23 tokens), Q4_K
-// and Q6_K take kern_i8.c's integer kernel on the avx512 set and its
-// 512-bit form (weft_k512_matmul) on avx512vnni; the two must give the
-// same bits, so that a CPU's choice of kernel set never changes a result
-// of these types at these token counts. It first checks the dispatch:
-// 23 tokens take the row kernels' per-256 activations on avx512vnni, 24
-// the lane GEMM's.
+// TestKQuantWideKernelSameBits: below the lane GEMM (1-23 tokens, 1-15
+// on Zen 4), Q4_K and Q6_K take kern_i8.c's integer kernel on the avx512
+// set and its 512-bit form (weft_k512_matmul) on avx512vnni; the two must
+// give the same bits, so that a CPU's choice of kernel set never changes a
+// result of these types at these token counts. It first checks the
+// dispatch: below the threshold (24, or 16 on Zen 4) every token count
+// takes the row kernels' per-256 activations on avx512vnni, from it the
+// lane GEMM's.
 func TestKQuantWideKernelSameBits(t *testing.T) {
 	if bestISA() < isaVNNI {
 		t.Skipf("kernel set %v: no avx512vnni here, so no 512-bit K-quant kernel to compare", bestISA())
 	}
 	const prepLane, prepI8K = 1, 4 // WEFT_PREP_LANE, WEFT_PREP_I8K (kernels.h)
+	from := 0
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		w := quant.Weight{Type: typ, Cols: 2048}
-		if k, _ := prepKind(isaVNNI, w, 23); k != prepI8K {
-			t.Errorf("%v, 23 tokens: avx512vnni prepares activations of kind %d, not the row kernels' %d", typ, k, prepI8K)
+		f := 1
+		for ; f <= 64; f++ {
+			if k, _ := prepKind(isaVNNI, w, f); k != prepI8K {
+				break
+			}
 		}
-		if k, _ := prepKind(isaVNNI, w, 24); k != prepLane {
-			t.Errorf("%v, 24 tokens: avx512vnni prepares activations of kind %d, not the lane GEMM's %d", typ, k, prepLane)
+		if f != 16 && f != 24 || from != 0 && f != from {
+			t.Fatalf("%v: avx512vnni takes the row kernels below %d tokens; want 24, or 16 on Zen 4, the same for Q4_K and Q6_K", typ, f)
+		}
+		from = f
+		for n := from; n <= 64; n++ {
+			if k, _ := prepKind(isaVNNI, w, n); k != prepLane {
+				t.Errorf("%v, %d tokens: avx512vnni prepares activations of kind %d, not the lane GEMM's %d", typ, n, k, prepLane)
+			}
 		}
 	}
+	t.Logf("the lane GEMM takes Q4_K and Q6_K from %d tokens", from)
 	defer setISA(setISA(bestISA()))
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K} {
 		for _, sh := range []struct{ rows, cols int }{{37, 256}, {96, 768}, {40, 2048}} {
 			rng := rand.New(rand.NewPCG(11, uint64(typ)*7+uint64(sh.cols)))
 			w := randomWeight(rng, typ, sh.rows, sh.cols)
-			for n := 1; n < 24; n++ {
+			for n := 1; n < from; n++ {
 				x := randomVec(rng, n*sh.cols)
 				got, want := make([]float32, n*sh.rows), make([]float32, n*sh.rows)
 				setISA(isaVNNI)
