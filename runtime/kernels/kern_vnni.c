@@ -845,14 +845,23 @@ static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_
 }
 
 // The pair kernels: k512_row for two rows (row and row + rowBytes) and NT
-// (1..4) tokens, with 512-bit float work: row 0's eight float lanes in
+// (1..8) tokens, with 512-bit float work: row 0's eight float lanes in
 // the low half of each vector and row 1's in the high half, so that every
 // lane sees the operations of k512_row's 256-bit lane, in the same order
-// (the same bits), at half the instructions per row. The sub-block scales
-// reach each 64-column step through an in-lane byte shuffle of a table
-// built once per super-block (one instruction, where vpermw is two), and
-// each step's pair sums are scaled and added by one vpdpwssd. One core, in
-// cache, 1-4 tokens: 1.15-1.3x k512_row's rate (BENCHMARKS.md §1b).
+// (the same bits), at half the instructions per row. A super-block's
+// quants are unpacked once for all NT tokens. The integer sums differ from
+// k512_row's in their path only: one vpdpbusd per 64-column step gives
+// each lane's sum of 4 products (at most 4 * 63 * 128 in magnitude, so 16
+// bits hold it), the lanes of two steps are paired as words, and one
+// vpdpwssd scales both with their sub-block scales and adds them; the
+// lane's integer is k512_row's (vpmaddubsw then vpdpwssd per step). On
+// Zen 4 every 512-bit multiply (vpmaddubsw, vpdpwssd, vpdpbusd, FMA) takes
+// the one multiply slot a cycle, so this spends 6 of them per two steps
+// and row where k512_row's order spends 8. The sub-block scales reach the
+// pairs through an in-lane shuffle of a table built once per super-block.
+// Decode of 8 sequences of the 1B preset in Q4_K_M on machine D: 121-134
+// tokens/s against 104-109 with k512_row's order, four tokens a pass
+// (BENCHMARKS.md §1b).
 
 // k512_pair_fold: k512_fold of each row of a pair, row 0's integer sums
 // in i0 and row 1's in i1: row 0's eight folded lanes in the low half,
@@ -874,19 +883,22 @@ static inline __attribute__((always_inline)) void k512_pair_store(const __m512 *
 #define K5P_BS(t, sb) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb))))
 
 // k512_q4k_pair: Q4_K. The mins' term, m_i times the sum of sub-block i's
-// 32 quantized activations, is one vpmulld of the two rows' mins against
-// the token's 32-column sums (k512_row's vpmaddwd over 16-column sums
-// gives the same integers).
+// 32 quantized activations, is one vpmaddwd of the token's 16-column sums
+// against both rows' mins, each twice (k512_row's, 512 bits wide).
 static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
 								 const float *dd, const int16_t *bs, float *out, long ldo,
 								 const uint8_t *pf, const int NT) {
 	const int nsb = K / 256;
 	const long pb = 2 * rowBytes / nsb; // bytes of pf per super-block
-	__m512 acc[4];
+	__m512 acc[8];
 	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-	const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi16(1);
+	const __m512i m4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
 	const __m512i dsel = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(2));
 	const __m512i msel = _mm512_add_epi32(dsel, _mm512_set1_epi32(1));
+	// byte indices of scale words (s0, s2) in the low half and (s1, s3) in
+	// the high half of each 32-bit lane, and of (s4, s6), (s5, s7)
+	const __m512i ix01 = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(0x05040100), _mm512_set1_epi32(0x07060302));
+	const __m512i ix23 = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(0x0d0c0908), _mm512_set1_epi32(0x0f0e0b0a));
 	const uint8_t *row1 = row + rowBytes;
 	for (int sb = 0; sb < nsb; sb++) {
 		if (pf) // the pair four rows ahead, spread over this pair's super-blocks
@@ -903,29 +915,38 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 		// each row's scale words s0..s7 in every 128-bit lane
 		const __m512i swz = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_set_epi64x((long long)s1, (long long)s0)));
 		const __m512i t0 = _mm512_shuffle_i32x4(swz, swz, 0x00), t1 = _mm512_shuffle_i32x4(swz, swz, 0x55);
-		const __m512i mins = _mm512_cvtepu8_epi32(_mm_set_epi64x((long long)m1, (long long)m0));
-		__m512i i0[4], i1[4];
-		for (int t = 0; t < NT; t++) i0[t] = i1[t] = _mm512_setzero_si512();
+		const __m512i c0a = _mm512_shuffle_epi8(t0, ix01), c0b = _mm512_shuffle_epi8(t0, ix23);
+		const __m512i c1a = _mm512_shuffle_epi8(t1, ix01), c1b = _mm512_shuffle_epi8(t1, ix23);
+		// each min twice as words, row 0's in the low half, row 1's in the high
+		const __m128i m0b = _mm_cvtsi64_si128((long long)m0), m1b = _mm_cvtsi64_si128((long long)m1);
+		const __m512i mins = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpacklo_epi8(m1b, m1b), _mm_unpacklo_epi8(m0b, m0b)));
+		// step j (columns 64j..64j+63): sub-block 2j's low nibbles in the low half, 2j+1's high nibbles in the high
+		__m512i q0[4], q1[4];
 		for (int j = 0; j < 4; j++) {
-			// words 2j (columns 0-31 of the step) and 2j+1 (32-63) of the table
-			const __m512i idx = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * j))),
-								    _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
-			__m512i q0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b0 + 16 + 32 * j)));
-			__m512i q1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b1 + 16 + 32 * j)));
-			q0 = _mm512_and_si512(_mm512_mask_srli_epi16(q0, 0xffff0000u, q0, 4), m4);
-			q1 = _mm512_and_si512(_mm512_mask_srli_epi16(q1, 0xffff0000u, q1, 4), m4);
-			const __m512i c0 = _mm512_shuffle_epi8(t0, idx), c1 = _mm512_shuffle_epi8(t1, idx);
-			for (int t = 0; t < NT; t++) {
-				const __m512i xv = K5P_X(t, 256 * sb + 64 * j);
-				i0[t] = _mm512_dpwssd_epi32(i0[t], _mm512_maddubs_epi16(q0, xv), c0);
-				i1[t] = _mm512_dpwssd_epi32(i1[t], _mm512_maddubs_epi16(q1, xv), c1);
-			}
+			q0[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b0 + 16 + 32 * j)));
+			q1[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b1 + 16 + 32 * j)));
+			q0[j] = _mm512_and_si512(_mm512_mask_srli_epi16(q0[j], 0xffff0000u, q0[j], 4), m4);
+			q1[j] = _mm512_and_si512(_mm512_mask_srli_epi16(q1[j], 0xffff0000u, q1[j], 4), m4);
 		}
 		for (int t = 0; t < NT; t++) {
+			const int8_t *xt = qx + (long)t * K + 256 * sb;
+			__m512i i0 = zero, i1 = zero;
+			for (int jp = 0; jp < 2; jp++) {
+				// steps 2jp and 2jp+1: each lane's 4-column sums (at most 4 * 15 * 128 in magnitude: 16 bits),
+				// paired as words and scaled and added by one vpdpwssd per row
+				const __m512i xa = _mm512_loadu_si512((const void *)(xt + 128 * jp));
+				const __m512i xb = _mm512_loadu_si512((const void *)(xt + 128 * jp + 64));
+				const __m512i a0 = _mm512_dpbusd_epi32(zero, q0[2 * jp], xa), e0 = _mm512_dpbusd_epi32(zero, q0[2 * jp + 1], xb);
+				const __m512i a1 = _mm512_dpbusd_epi32(zero, q1[2 * jp], xa), e1 = _mm512_dpbusd_epi32(zero, q1[2 * jp + 1], xb);
+				const __m512i w0 = _mm512_mask_blend_epi16(0xaaaaaaaau, a0, _mm512_slli_epi32(e0, 16));
+				const __m512i w1 = _mm512_mask_blend_epi16(0xaaaaaaaau, a1, _mm512_slli_epi32(e1, 16));
+				i0 = _mm512_dpwssd_epi32(i0, w0, jp ? c0b : c0a);
+				i1 = _mm512_dpwssd_epi32(i1, w1, jp ? c1b : c1a);
+			}
 			// d * dx and dmin * dx, each spread over its row's lanes
 			const __m512 dmz = _mm512_castps128_ps512(_mm_mul_ps(dm, _mm_set1_ps(dd[(long)t * nsb + sb])));
-			const __m512i mn = _mm512_mullo_epi32(_mm512_madd_epi16(K5P_BS(t, sb), ones), mins);
-			const __m512i f = k512_pair_fold(i0[t], i1[t]);
+			const __m512i mn = _mm512_madd_epi16(K5P_BS(t, sb), mins);
+			const __m512i f = k512_pair_fold(i0, i1);
 			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), _mm512_permutexvar_ps(dsel, dmz), acc[t]);
 			acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_permutexvar_ps(msel, dmz), acc[t]);
 		}
@@ -936,17 +957,18 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 // k512_q6k_pair: Q6_K. One vpermw per super-block gathers both rows' 16
 // scales so that 128-bit lane k holds those of the 16-column groups k,
 // k+4, k+8, k+12 (row 0 in words 0-3, row 1 in words 4-7), which is what
-// lane k of each 64-column step needs. The 6-bit quants are put together
-// with one shift of the high bits (variable per half) and one three-way
-// logic operation.
+// lane k of each 64-column step needs; dword h of it pairs the scales of
+// steps (h, 0) and (h, 1). The 6-bit quants are put together with one
+// shift of the high bits (variable per half) and one three-way logic
+// operation.
 static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *row, long rowBytes, int K, const int8_t *qx,
 								 const float *dd, const int16_t *bs, float *out, long ldo,
 								 const uint8_t *pf, const int NT) {
 	const int nsb = K / 256;
 	const long pb = 2 * rowBytes / nsb; // bytes of pf per super-block
-	__m512 acc[4];
+	__m512 acc[8];
 	for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), zero = _mm512_setzero_si512();
 	// the high bits' shifts for the first 64-column step of each half: left 4 in columns 0-31, left 2 in 32-63
 	const __m512i sh0 = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
 	const __m512i gidx = _mm512_set_epi16(31, 27, 23, 19, 15, 11, 7, 3, 30, 26, 22, 18, 14, 10, 6, 2, 29, 25, 21, 17, 13, 9,
@@ -964,35 +986,41 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 		memcpy(&h0, b0 + 208, 2);
 		memcpy(&h1, b1 + 208, 2);
 		const __m128 d2 = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h1 << 16 | h0))); // d0, d1
-		__m512i i0[4], i1[4];
-		for (int t = 0; t < NT; t++) i0[t] = i1[t] = _mm512_setzero_si512();
+		// the scale words of steps (h, 0) and (h, 1) as one 32-bit lane: dword h (row 0) and 2 + h (row 1)
+		// of each 128-bit lane of the table
+		const __m512i c0[2] = {_mm512_shuffle_epi32(tab, 0x00), _mm512_shuffle_epi32(tab, 0x55)};
+		const __m512i c1[2] = {_mm512_shuffle_epi32(tab, 0xaa), _mm512_shuffle_epi32(tab, 0xff)};
+		__m512i q0[2][2], q1[2][2];
 		for (int h = 0; h < 2; h++) {
 			const __m512i L0 = _mm512_loadu_si512((const void *)(b0 + 64 * h)), L1 = _mm512_loadu_si512((const void *)(b1 + 64 * h));
 			const __m512i H0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b0 + 128 + 32 * h)));
 			const __m512i H1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b1 + 128 + 32 * h)));
 			for (int g2 = 0; g2 < 2; g2++) {
-				// columns 128h + 64g2 .. +63, as k512_row takes them; scale words 2h+g2 (row 0) and 4+2h+g2 (row 1)
-				const __m512i x0 = _mm512_set1_epi16((short)(0x0100 + 0x0202 * (2 * h + g2)));
-				const __m512i x1 = _mm512_set1_epi16((short)(0x0100 + 0x0202 * (4 + 2 * h + g2)));
+				// columns 128h + 64g2 .. +63, as k512_row takes them
 				__m512i lo0 = g2 == 0 ? _mm512_and_si512(L0, m4) : _mm512_and_si512(_mm512_srli_epi16(L0, 4), m4);
 				__m512i lo1 = g2 == 0 ? _mm512_and_si512(L1, m4) : _mm512_and_si512(_mm512_srli_epi16(L1, 4), m4);
 				// each column's two qh bits moved to bits 4-5
 				__m512i s0 = g2 == 0 ? _mm512_sllv_epi16(H0, sh0) : _mm512_mask_srli_epi16(H0, 0xffff0000u, H0, 2);
 				__m512i s1 = g2 == 0 ? _mm512_sllv_epi16(H1, sh0) : _mm512_mask_srli_epi16(H1, 0xffff0000u, H1, 2);
-				const __m512i q0 = _mm512_ternarylogic_epi32(lo0, s0, m30, 0xf8); // lo | (s & 0x30)
-				const __m512i q1 = _mm512_ternarylogic_epi32(lo1, s1, m30, 0xf8);
-				const __m512i c0 = _mm512_shuffle_epi8(tab, x0), c1 = _mm512_shuffle_epi8(tab, x1);
-				for (int t = 0; t < NT; t++) {
-					const __m512i xv = K5P_X(t, 256 * sb + 128 * h + 64 * g2);
-					i0[t] = _mm512_dpwssd_epi32(i0[t], _mm512_maddubs_epi16(q0, xv), c0);
-					i1[t] = _mm512_dpwssd_epi32(i1[t], _mm512_maddubs_epi16(q1, xv), c1);
-				}
+				q0[h][g2] = _mm512_ternarylogic_epi32(lo0, s0, m30, 0xf8); // lo | (s & 0x30)
+				q1[h][g2] = _mm512_ternarylogic_epi32(lo1, s1, m30, 0xf8);
 			}
 		}
 		for (int t = 0; t < NT; t++) {
+			const int8_t *xt = qx + (long)t * K + 256 * sb;
+			__m512i i0 = zero, i1 = zero;
+			for (int h = 0; h < 2; h++) {
+				// each lane's 4-column sums (at most 4 * 63 * 128 in magnitude: 16 bits), paired as words
+				const __m512i xa = _mm512_loadu_si512((const void *)(xt + 128 * h));
+				const __m512i xb = _mm512_loadu_si512((const void *)(xt + 128 * h + 64));
+				const __m512i a0 = _mm512_dpbusd_epi32(zero, q0[h][0], xa), e0 = _mm512_dpbusd_epi32(zero, q0[h][1], xb);
+				const __m512i a1 = _mm512_dpbusd_epi32(zero, q1[h][0], xa), e1 = _mm512_dpbusd_epi32(zero, q1[h][1], xb);
+				i0 = _mm512_dpwssd_epi32(i0, _mm512_mask_blend_epi16(0xaaaaaaaau, a0, _mm512_slli_epi32(e0, 16)), c0[h]);
+				i1 = _mm512_dpwssd_epi32(i1, _mm512_mask_blend_epi16(0xaaaaaaaau, a1, _mm512_slli_epi32(e1, 16)), c1[h]);
+			}
 			// the -32 offset: 32 * sum_j scale_j * (sum of q over the 16 columns j), row 0 then row 1
 			const __m512i off = _mm512_slli_epi32(_mm512_madd_epi16(K5P_BS(t, sb), sc), 5);
-			const __m512i f = k512_pair_fold(i0[t], i1[t]);
+			const __m512i f = k512_pair_fold(i0, i1);
 			const __m128 dx2 = _mm_mul_ps(d2, _mm_set1_ps(dd[(long)t * nsb + sb])); // d0 * dx, d1 * dx
 			const __m512 dv = _mm512_permutexvar_ps(dsel, _mm512_castps128_ps512(dx2));
 			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(f, off)), dv, acc[t]);
@@ -1003,8 +1031,26 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 #undef K5P_X
 #undef K5P_BS
 
+// K5_FOR_TOKENS runs F(NT) for tokens t..t+NT-1 of n, eight at a time,
+// then the rest at once: KQ_FOR_TOKENS for the pair kernels, which keep
+// eight tokens' float sums beside a super-block's unpacked quants.
+#define K5_FOR_TOKENS(F)                                                                                                 \
+	{                                                                                                                \
+		int t = 0;                                                                                               \
+		for (; t + 8 <= n; t += 8) F(8);                                                                         \
+		switch (n - t) {                                                                                         \
+		case 1: F(1); break;                                                                                     \
+		case 2: F(2); break;                                                                                     \
+		case 3: F(3); break;                                                                                     \
+		case 4: F(4); break;                                                                                     \
+		case 5: F(5); break;                                                                                     \
+		case 6: F(6); break;                                                                                     \
+		case 7: F(7); break;                                                                                     \
+		}                                                                                                        \
+	}
+
 // KQ_FOR_PAIRS runs PAIR(NT) for the row pairs of [r0, r1) and ROW(NT) for
-// a last odd row, for tokens t..t+NT-1, four tokens at a time, fetching
+// a last odd row, for tokens t..t+NT-1, eight (ROW: four) tokens at a time, fetching
 // the next pair while this one is computed, as KQ_FOR_ROWS does: all of it
 // as the pair starts, or on Zen 4 (weft_kq_spread_fetch) the pair four rows
 // ahead, spread over the first token group's pass (pf).
@@ -1016,7 +1062,7 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 			const uint8_t *row = w + (long)r * rowBytes;                                                     \
 			const uint8_t *pf = spread && r + 6 <= r1 ? row + 4 * rowBytes : 0;                              \
 			if (!spread && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, (r + 4 <= r1 ? 2 : 1) * rowBytes);   \
-			KQ_FOR_TOKENS(PAIR)                                                                              \
+			K5_FOR_TOKENS(PAIR)                                                                              \
 		}                                                                                                        \
 		if (r < r1) {                                                                                            \
 			const uint8_t *row = w + (long)r * rowBytes;                                                     \
