@@ -67,8 +67,9 @@ type scratch struct {
 type attnWorker struct {
 	k, v []float32 // one KV head's rows of the current sequence (gatherKV)
 	attn []float32 // kernels.AttendF16/AttendF32 scratch
-	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed.
-	qg, sc, og, vt []float32
+	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed
+	// (all gathered positions, and a tile's share of them).
+	qg, sc, og, vtAll, vt []float32
 }
 
 var _ batch.Backend = (*Backend)(nil)
@@ -724,8 +725,10 @@ const attnMatMulMin = 16
 // attnScoreFloats bounds one attendGroupMatMul product's score matrix (in
 // float32s, per attention worker): a chunk whose query rows times visible
 // positions exceed it runs in tiles of consecutive tokens, so the scratch
-// stays this size at any context length and chunk size.
-var attnScoreFloats = 1 << 20 // a variable so tests can force tiles
+// stays this size at any context length and chunk size. 2 MiB: a 3,900-token
+// prompt of the 1B preset in Q4_K_M prefilled at 149-156 tokens/s with it
+// against 147-149 with 4 MiB (machine D, BENCHMARKS.md §1f).
+var attnScoreFloats = 1 << 19 // a variable so tests can force tiles
 
 // attendGroupMatMul is attendGroup for long chunks: the scores of the
 // group's query rows are one product Q·Kᵀ and the outputs one product P·V
@@ -744,11 +747,17 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 	if group*T*(n-k0) > attnScoreFloats {
 		tile = max(1, attnScoreFloats/(group*(n-k0)))
 	}
+	// V transposed once for all tiles: row i holds column i of every gathered position.
+	m := n - k0
+	hd := b.m.HP.HeadDim
+	w.vtAll = grow(w.vtAll, hd*m)
+	vtAll := w.vtAll[:hd*m]
+	transpose(vtAll, vv[:m*hd], m, hd)
 	for j0 := 0; j0 < T; j0 += tile {
 		j1 := min(T, j0+tile)
 		c0 := (firstVisible(sq.Pos+j0, window) - k0) &^ 63
 		c1 := sq.Pos + j1 - k0
-		if err := b.attendTile(w, layer, sq, tok0, g, k0, j0, j1, c0, c1, window, kk, vv, q, out); err != nil {
+		if err := b.attendTile(w, layer, sq, tok0, g, k0, j0, j1, c0, c1, window, m, kk, vtAll, q, out); err != nil {
 			return err
 		}
 	}
@@ -756,8 +765,9 @@ func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep,
 }
 
 // attendTile is attendGroupMatMul for the chunk's tokens j0..j1-1 over the
-// gathered positions k0+c0..k0+c1-1 (rows c0..c1-1 of kk and vv).
-func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, j0, j1, c0, c1, window int, kk, vv, q, out []float32) error {
+// gathered positions k0+c0..k0+c1-1: rows c0..c1-1 of kk, and columns
+// c0..c1-1 of vtAll, the m gathered V rows transposed (hd rows of m).
+func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, j0, j1, c0, c1, window, m int, kk, vtAll, q, out []float32) error {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	group := hp.Heads / hp.KVHeads
@@ -767,8 +777,7 @@ func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, 
 	w.qg = grow(w.qg, rows*hd)
 	w.sc = grow(w.sc, rows*n)
 	w.og = grow(w.og, rows*hd)
-	w.vt = grow(w.vt, hd*n)
-	qg, sc, og, vt := w.qg[:rows*hd], w.sc[:rows*n], w.og[:rows*hd], w.vt[:hd*n]
+	qg, sc, og := w.qg[:rows*hd], w.sc[:rows*n], w.og[:rows*hd]
 	// Query rows, ordered (head, token).
 	for r := range rows {
 		h, j := g*group+r/T, j0+r%T
@@ -780,9 +789,12 @@ func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, 
 			copy(dst, src)
 		}
 	}
-	for pp := range n {
+	vt := vtAll
+	if n != m { // the tile's columns, contiguous per row
+		w.vt = grow(w.vt, hd*n)
+		vt = w.vt[:hd*n]
 		for i := range hd {
-			vt[i*n+pp] = vv[(c0+pp)*hd+i]
+			copy(vt[i*n:(i+1)*n], vtAll[i*m+c0:i*m+c1])
 		}
 	}
 	if err := kernels.MatMul(sc, f32Weight(kk[c0*hd:], n, hd), qg, rows); err != nil {
@@ -797,6 +809,27 @@ func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, 
 		copy(out[(tok0+j)*b.qDim+h*hd:(tok0+j)*b.qDim+(h+1)*hd], og[r*hd:(r+1)*hd])
 	}
 	return nil
+}
+
+// transpose writes the rows x cols row-major matrix src to dst as cols x
+// rows, sixteen source rows at a time, so that each column's 16 values go
+// out as one 64-byte run while the 16 rows stay in L1.
+func transpose(dst, src []float32, rows, cols int) {
+	r0 := 0
+	for ; r0+16 <= rows; r0 += 16 {
+		blk := src[r0*cols : (r0+16)*cols]
+		for c := range cols {
+			d := dst[c*rows+r0 : c*rows+r0+16]
+			for r := range d {
+				d[r] = blk[r*cols+c]
+			}
+		}
+	}
+	for r := r0; r < rows; r++ {
+		for c := range cols {
+			dst[c*rows+r] = src[r*cols+c]
+		}
+	}
 }
 
 // f32Weight views a row-major float32 matrix as a quant.Weight.
