@@ -727,7 +727,7 @@ const attnMatMulMin = 16
 // positions exceed it runs in tiles of consecutive tokens, so the scratch
 // stays this size at any context length and chunk size. 2 MiB: a 3,900-token
 // prompt of the 1B preset in Q4_K_M prefilled at 149-156 tokens/s with it
-// against 147-149 with 4 MiB (machine D, BENCHMARKS.md §1f).
+// against 147-149 with 4 MiB (machine D, BENCHMARKS.md §7).
 var attnScoreFloats = 1 << 19 // a variable so tests can force tiles
 
 // attendGroupMatMul is attendGroup for long chunks: the scores of the

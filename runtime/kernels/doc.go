@@ -121,12 +121,15 @@
 //     -32 come off through 16-column activation sums. From 64 tokens the
 //     float kernels, which share each dequantized row among more tokens,
 //     win. On AVX-512 VNNI CPUs the K-quant kernel runs 512 bits wide
-//     (kern_vnni.c, weft_k512_matmul: one vpmaddubsw per 64 columns, a
-//     Q4_K group unpacked by a broadcast and a masked shift, the pair
-//     sums scaled and added by vpdpwssd, two rows at a time with their
-//     float lanes in the two halves of one 512-bit vector); its upper
-//     int32 lanes are added onto the lower ones before any float work, so
-//     it gives the AVX2 kernel's bits (TestKQuantWideKernelSameBits).
+//     (kern_vnni.c, weft_k512_matmul: a Q4_K group unpacked by a broadcast
+//     and a masked shift, two rows at a time with their float lanes in the
+//     two halves of one 512-bit vector, up to 8 tokens per unpacking; in
+//     the row pairs one vpdpbusd per 64 columns gives each lane's sum of 4
+//     products, two steps' lanes are paired as words and one vpdpwssd
+//     scales and adds both, the integers of vpmaddubsw + vpdpwssd with
+//     three multiplies where those take four); its upper int32 lanes are
+//     added onto the lower ones before any float work, so it gives the
+//     AVX2 kernel's bits (TestKQuantWideKernelSameBits).
 //   - Otherwise, below the packed GEMM's threshold: a dot-product kernel.
 //     Four rows at a time are dequantized into a thread-local float32 tile
 //     that stays in L1 (F32 weights are used in place, F16 ones converted
