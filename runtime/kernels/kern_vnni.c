@@ -856,8 +856,8 @@ static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_
 // vpdpwssd scales both with their sub-block scales and adds them; the
 // lane's integer is k512_row's (vpmaddubsw then vpdpwssd per step). On
 // Zen 4 every 512-bit multiply (vpmaddubsw, vpdpwssd, vpdpbusd, FMA) takes
-// the one multiply slot a cycle, so this spends 6 of them per two steps
-// and row where k512_row's order spends 8. The sub-block scales reach the
+// the one multiply slot a cycle, so this spends 3 of them per two steps
+// and row where k512_row's order spends 4. The sub-block scales reach the
 // pairs through an in-lane shuffle of a table built once per super-block.
 // Decode of 8 sequences of the 1B preset in Q4_K_M on machine D: 121-134
 // tokens/s against 104-109 with k512_row's order, four tokens a pass
