@@ -200,6 +200,107 @@ func attendGo(out, q []float32, nq int, kv PagedKV, n int, scale float32, sinks,
 	}
 }
 
+// AttendChunk computes the attention of a prompt chunk's T tokens for the
+// nh query heads of one KV head, over m gathered rows of that head's K and
+// V (float32; the positions the chunk's first token sees and after): V row
+// p at v[p*hd:], K in panels (PanelK's layout). Token j's query heads are
+// q[j*ldq+i*hd:][:hd], i < nh, and its outputs go to the same places in
+// out. Token j sees rows lo..pos0+j: lo = max(0, pos0+j-window+1) with a
+// sliding window (window > 0), else 0. Per head and token it is AttendF16's
+// (round) or AttendF32's formula over those rows: scores q·K[p] summed in
+// order over the head dimension, the softmax in ggml's order with the
+// head's sink (sinks: nil or nh logits), the output sum over the rows in
+// order. scratch must hold AttendChunkScratch(nh, m, hd) floats.
+//
+// The C kernels take the chunk in tiles of a few tokens, whose scores are
+// register tiles fed by K panel loads and query broadcasts; each K panel
+// and block of V rows is read once per tile for every head of the group
+// (body_attn.h).
+func AttendChunk(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0, window int, scale float32, sinks []float32, round bool, scratch []float32) {
+	if T <= 0 || nh <= 0 || hd <= 0 || ldq < nh*hd || pos0 < 0 || pos0+T > m || window < 0 ||
+		len(kt) < PanelKLen(m, hd) || len(v) < m*hd || len(q) < (T-1)*ldq+nh*hd || len(out) < (T-1)*ldq+nh*hd {
+		panic(fmt.Sprintf("kernels: AttendChunk: bad shape (%d tokens from column %d of %d rows, %d heads of %d, stride %d; q %d, out %d, k %d, v %d)",
+			T, pos0, m, nh, hd, ldq, len(q), len(out), len(kt), len(v)))
+	}
+	if len(scratch) < AttendChunkScratch(nh, m, hd) {
+		panic("kernels: AttendChunk: short scratch")
+	}
+	if sinks != nil && len(sinks) < nh {
+		panic("kernels: AttendChunk: fewer sinks than heads")
+	}
+	if activeISA != isaGo && attendChunkFast(out, q, ldq, T, nh, hd, kt, v, m, pos0, window, scale, sinks, round, scratch) {
+		return
+	}
+	qs, kp, sc := scratch[:hd], scratch[hd:2*hd], scratch[2*hd:2*hd+m]
+	for i := range nh {
+		for j := range T {
+			qj := q[j*ldq+i*hd : j*ldq+(i+1)*hd]
+			if round {
+				RoundF16s(qs, qj)
+			} else {
+				copy(qs, qj)
+			}
+			n := pos0 + j + 1
+			lo := 0
+			if window > 0 {
+				lo = max(0, n-window)
+			}
+			row := sc[lo:n]
+			for p := range row {
+				base := (lo+p)/kPanel*kPanel*hd + (lo+p)%kPanel
+				for d := range kp {
+					kp[d] = kt[base+d*kPanel]
+				}
+				row[p] = dotGo(qs, kp)
+			}
+			softmaxSink(row, scale, sinks, i, round)
+			o := out[j*ldq+i*hd : j*ldq+(i+1)*hd]
+			clear(o)
+			for p, w := range row {
+				Axpy(w, v[(lo+p)*hd:(lo+p+1)*hd], o)
+			}
+		}
+	}
+}
+
+// AttendChunkScratch is the scratch length AttendChunk needs for nh heads
+// over m rows of head dimension hd: a score row per head for each of up to
+// 8 tokens of a tile, and the tile's queries and outputs.
+func AttendChunkScratch(nh, m, hd int) int {
+	mp := (m + kPanel - 1) / kPanel * kPanel
+	return nh*8*mp + 2*nh*8*hd + 2*hd + m
+}
+
+// kPanel is the positions of a K panel (kernels.h's WATT_KP; attn_cgo.go
+// checks).
+const kPanel = 64
+
+// PanelKLen is the length of the K panels of m positions of head dimension
+// hd (whole panels: the columns past m are never read).
+func PanelKLen(m, hd int) int { return (m + kPanel - 1) / kPanel * kPanel * hd }
+
+// PanelK writes the n rows of k (hd floats each), positions p0..p0+n-1, into
+// the K panels kt that AttendChunk reads: element d of position p at
+// kt[(p/64)*64*hd + d*64 + p%64].
+func PanelK(kt, k []float32, p0, n, hd int) {
+	if n <= 0 {
+		return
+	}
+	if p0 < 0 || hd <= 0 || len(k) < n*hd || len(kt) < PanelKLen(p0+n, hd) {
+		panic(fmt.Sprintf("kernels: PanelK: %d rows of %d at %d into %d floats", n, hd, p0, len(kt)))
+	}
+	if activeISA != isaGo && panelKFast(kt, k, p0, n, hd) {
+		return
+	}
+	for r := range n {
+		p := p0 + r
+		base := p/kPanel*kPanel*hd + p%kPanel
+		for d, x := range k[r*hd : (r+1)*hd] {
+			kt[base+d*kPanel] = x
+		}
+	}
+}
+
 // SoftmaxCausal applies SoftmaxScaled to the score rows of a prompt chunk:
 // sc holds rows rows of n scores (columns: consecutive positions), ordered
 // (head, token) for T tokens from column pos0, and row r covers columns

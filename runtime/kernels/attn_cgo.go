@@ -8,8 +8,8 @@ import "C"
 import "unsafe"
 
 func init() {
-	if C.WATT_SEG != attnSeg || C.WATT_TILE != attnTile {
-		panic("kernels: attention segment or tile size differs between Go and C")
+	if C.WATT_SEG != attnSeg || C.WATT_TILE != attnTile || C.WATT_KP != kPanel {
+		panic("kernels: attention segment, tile or K panel size differs between Go and C")
 	}
 }
 
@@ -47,6 +47,25 @@ func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32
 	isa := min(activeISA, isaAVX512) - isaC
 	C.watt_softmax_causal(C.int(isa), (*C.float)(&sc[0]), C.int(rows), C.int(n), C.int(T), C.int(pos0), C.int(window), C.float(scale),
 		sinkPtr(sinks), C.int(wh))
+	return true
+}
+
+// attendChunkFast runs the C kernel of AttendChunk.
+func attendChunkFast(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0, window int, scale float32, sinks []float32, round bool, scratch []float32) bool {
+	wh := 0
+	if round {
+		wh = 1
+	}
+	isa := min(activeISA, isaAVX512) - isaC
+	C.watt_attend_chunk(C.int(isa), (*C.float)(&out[0]), (*C.float)(&q[0]), C.long(ldq), C.int(T), C.int(nh), C.int(hd),
+		(*C.float)(&kt[0]), (*C.float)(&v[0]), C.int(m), C.int(pos0), C.int(window), C.float(scale), sinkPtr(sinks), C.int(wh),
+		(*C.float)(&scratch[0]))
+	return true
+}
+
+// panelKFast runs the C loop of PanelK.
+func panelKFast(kt, k []float32, p0, n, hd int) bool {
+	C.watt_panel_k((*C.float)(&kt[0]), (*C.float)(&k[0]), C.int(p0), C.int(n), C.int(hd))
 	return true
 }
 

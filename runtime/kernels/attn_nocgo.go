@@ -15,3 +15,9 @@ func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, 
 func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
 	return false
 }
+
+func attendChunkFast(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0, window int, scale float32, sinks []float32, round bool, scratch []float32) bool {
+	return false
+}
+
+func panelKFast(kt, k []float32, p0, n, hd int) bool { return false }

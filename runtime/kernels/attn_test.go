@@ -434,3 +434,120 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// TestAttendChunk compares AttendChunk with a float64 reference (attendRef's
+// tolerances) on every kernel set: head dims that fill the vectors and
+// ones that leave tails (8, 40), one head or a group of them, chunks shorter
+// and longer than a tile, from the first position or deep in the context,
+// with and without a sliding window, sinks, and F16 rounding. The query
+// rows sit in a wider matrix (other KV heads' columns), which must be left
+// as they were.
+func TestAttendChunk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	round16 := func(x float64) float64 { return float64(quant.F16ToF32(quant.F32ToF16(float32(x)))) }
+	for _, cs := range []struct {
+		hd, nh, T, pos0, window int
+		sinks                   bool
+	}{
+		{64, 4, 16, 0, 0, false}, {64, 4, 37, 90, 0, false}, {128, 2, 13, 200, 0, true}, {8, 8, 20, 5, 0, false},
+		{40, 3, 9, 33, 0, false}, {64, 1, 70, 0, 0, false}, {256, 2, 7, 64, 0, false},
+		{64, 4, 40, 30, 8, false}, {128, 2, 25, 100, 37, true}, {8, 4, 30, 0, 5, false}, {64, 5, 6, 129, 64, false},
+	} {
+		hd, nh, T := cs.hd, cs.nh, cs.T
+		m := cs.pos0 + T
+		ldq := (nh + 2) * hd // two other heads' columns after the group's
+		for _, round := range []bool{false, true} {
+			gen := func(n int, s float64) []float32 {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * s)
+					if round {
+						x[i] = float32(round16(float64(x[i])))
+					}
+				}
+				return x
+			}
+			k, v, q := gen(m*hd, 1), gen(m*hd, 1), gen(T*ldq, 0.3)
+			var sinks []float32
+			if cs.sinks {
+				sinks = gen(nh, 1)
+			}
+			const scale = 0.125
+			want, tol := make([]float64, T*ldq), make([]float64, T*ldq)
+			for i := range nh {
+				for j := range T {
+					n := cs.pos0 + j + 1
+					lo := 0
+					if cs.window > 0 {
+						lo = max(0, n-cs.window)
+					}
+					s := make([]float64, n)
+					mx := math.Inf(-1)
+					if sinks != nil {
+						mx = float64(sinks[i])
+					}
+					for p := lo; p < n; p++ {
+						for d := range hd {
+							x := float64(q[j*ldq+i*hd+d])
+							if round {
+								x = round16(x)
+							}
+							s[p] += x * float64(k[p*hd+d])
+						}
+						s[p] *= scale
+						mx = max(mx, s[p])
+					}
+					var sum float64
+					for p := lo; p < n; p++ {
+						s[p] = math.Exp(s[p] - mx)
+						sum += s[p]
+					}
+					if sinks != nil {
+						sum += math.Exp(float64(sinks[i]) - mx)
+					}
+					o := j*ldq + i*hd
+					for p := lo; p < n; p++ {
+						w, slack := s[p]/sum, 0.0
+						if round {
+							a, b := round16(w*(1-1e-5)), round16(w*(1+1e-5))
+							w, slack = round16(w), b-a
+						}
+						for d := range hd {
+							want[o+d] += w * float64(v[p*hd+d])
+							tol[o+d] += (1e-5*w + slack) * math.Abs(float64(v[p*hd+d]))
+						}
+					}
+				}
+			}
+			for _, isa := range availableISAs() {
+				name := fmt.Sprintf("%v/hd=%d/nh=%d/T=%d/pos0=%d/window=%d/sinks=%v/round=%v", isa, hd, nh, T, cs.pos0, cs.window, cs.sinks, round)
+				out := make([]float32, T*ldq)
+				for i := range out {
+					out[i] = 42
+				}
+				scratch := make([]float32, AttendChunkScratch(nh, m, hd))
+				old := setISA(isa)
+				kt := make([]float32, PanelKLen(m, hd))
+				for p0 := 0; p0 < m; p0 += 16 { // as a cache's blocks of 16 come
+					PanelK(kt, k[p0*hd:], p0, min(16, m-p0), hd)
+				}
+				AttendChunk(out, q, ldq, T, nh, hd, kt, v, m, cs.pos0, cs.window, scale, sinks, round, scratch)
+				setISA(old)
+				for j := range T {
+					for c := range ldq {
+						g := out[j*ldq+c]
+						if c >= nh*hd {
+							if g != 42 {
+								t.Fatalf("%s: token %d column %d (another head's) = %g, was 42", name, j, c, g)
+							}
+							continue
+						}
+						if d := math.Abs(float64(g) - want[j*ldq+c]); !(d <= tol[j*ldq+c]+1e-6) {
+							t.Fatalf("%s: token %d head %d out[%d] = %g, want %g (±%.2g)", name, j, c/hd, c%hd, g, want[j*ldq+c], tol[j*ldq+c])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -140,7 +140,13 @@ static AI float AF(ahmax)(AF(avf) v) {
 #define EXP_VI AF(avi)
 #define EXP_SEL AF(asel)
 #define EXP_NAME AF(aexp)
+#if defined(HAVE_F16C) && VW == 16
+#define EXP_CLAMP(x, lo, hi) ((AF(avf))_mm512_min_ps((__m512)(hi), _mm512_max_ps((__m512)(lo), (__m512)(x))))
+#elif defined(HAVE_F16C)
+#define EXP_CLAMP(x, lo, hi) ((AF(avf))_mm256_min_ps((__m256)(hi), _mm256_max_ps((__m256)(lo), (__m256)(x))))
+#endif
 #include "body_exp.h"
+#undef EXP_CLAMP
 #undef EXP_VF
 #undef EXP_VI
 #undef EXP_SEL
@@ -578,14 +584,23 @@ static AI void AF(aout)(float *out, const float *w, const void *v, const int32_t
 typedef float AF(avfh) __attribute__((vector_size(VW * 2)));
 typedef double AF(avdh) __attribute__((vector_size(VW * 4)));
 static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, const int WH) {
-	AF(avf) mv = (AF(avf)){0} - __builtin_inff();
+	// Four running maxima: one is a chain of amaxv's latency per vector.
+	AF(avf) mv[4];
+	for (int i = 0; i < 4; i++) mv[i] = (AF(avf)){0} - __builtin_inff();
 	int p = 0;
+	for (; p + 4 * VW <= n; p += 4 * VW)
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			const AF(avf) x = AF(ald)(row + p + i * VW) * scale;
+			AF(ast)(row + p + i * VW, x);
+			mv[i] = AF(amaxv)(x, mv[i]);
+		}
 	for (; p + VW <= n; p += VW) {
 		const AF(avf) x = AF(ald)(row + p) * scale;
 		AF(ast)(row + p, x);
-		mv = AF(amaxv)(x, mv);
+		mv[0] = AF(amaxv)(x, mv[0]);
 	}
-	float mx = AF(ahmax)(mv);
+	float mx = AF(ahmax)(AF(amaxv)(AF(amaxv)(mv[0], mv[1]), AF(amaxv)(mv[2], mv[3])));
 	for (; p < n; p++) {
 		const float x = row[p] * scale;
 		row[p] = x;
@@ -596,11 +611,19 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 	for (p = 0; p + VW <= n; p += VW) {
 		const AF(avf) e = AF(aexp)(AF(ald)(row + p) - mx);
 		AF(ast)(row + p, e);
+#if defined(HAVE_F16C) && VW == 16 // the halves straight from the register
+		s0 += (AF(avdh))_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)e));
+		s1 += (AF(avdh))_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)e), 1)));
+#elif defined(HAVE_F16C)
+		s0 += (AF(avdh))_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)e));
+		s1 += (AF(avdh))_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)e, 1));
+#else
 		AF(avfh) lo, hi;
 		memcpy(&lo, &e, sizeof lo);
 		memcpy(&hi, (const char *)&e + sizeof lo, sizeof hi);
 		s0 += __builtin_convertvector(lo, AF(avdh));
 		s1 += __builtin_convertvector(hi, AF(avdh));
+#endif
 	}
 	double sum = 0, dl[VW];
 	memcpy(dl, &s0, sizeof s0);
@@ -619,9 +642,20 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 		sum += e[0];
 	}
 	const float inv = (float)(1 / sum);
-	for (p = 0; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
+	p = 0;
+#if defined(HAVE_F16C) && VW == 16
+	if (WH == 1) // normalised and rounded in one pass (around's rounding)
+		for (; p + VW <= n; p += VW)
+			_mm512_storeu_ps(row + p, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(row + p) * inv, _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(HAVE_F16C)
+	if (WH == 1)
+		for (; p + VW <= n; p += VW)
+			_mm256_storeu_ps(row + p, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(row + p) * inv, _MM_FROUND_TO_NEAREST_INT)));
+#endif
+	const int p1 = p;
+	for (; p + VW <= n; p += VW) AF(ast)(row + p, AF(ald)(row + p) * inv);
 	for (; p < n; p++) row[p] *= inv;
-	if (WH == 1) AF(around)(row, row, n);
+	if (WH == 1) AF(around)(row + p1, row + p1, n - p1);
 }
 
 // softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
@@ -914,6 +948,160 @@ void WAPI(attend_q)(float *out, const float *q, int nq, const watt_q8 *k, const 
 	const watt_q8 kc = *k, vc = *v; // locals: their fields stay in registers
 	AF(attend_t)(out, q, nq, &kc, &vc, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch, 2);
 }
+
+#ifndef WATT_VNNI
+// Prompt chunks (attend_chunk): the query rows of a chunk's tokens meet the
+// gathered K and V rows in register tiles of WATT_PR tokens. K comes
+// transposed in panels of WATT_KP positions (watt_panel_k), so a score tile
+// is WATT_PR x WATT_PC vector accumulators fed by one load per vector of
+// ACW = WATT_PC*VW positions and one broadcast per row: no horizontal
+// sums. Each tile of tokens takes every head of the group: a K panel (and
+// a block of ACB V rows) is read once from cache for all of them and
+// reused from L1.
+#ifndef WATT_PR
+#define WATT_PR 4
+#endif
+#ifndef WATT_PC
+#define WATT_PC 2
+#endif
+#ifndef WATT_NV
+#define WATT_NV 2
+#endif
+#define ACW (WATT_PC * VW)
+#define ACB 128
+_Static_assert(WATT_KP % ACW == 0 && WATT_PR <= 8, "attend_chunk takes panels in whole tiles and at most 8 tokens a tile (AttendChunkScratch)");
+
+// acqk: s[r*ls + c] = q_r · K[p0 + c] for the WATT_PR query rows of qt
+// (transposed: element d of row r at qt[d*WATT_PR + r]) and the ACW
+// positions from p0 (kt: their column of a panel, element d at
+// kt[d*WATT_KP]), each a sum over d in order.
+static AI void AF(acqk)(float *s, long ls, const float *qt, const float *kt, int hd) {
+	AF(avf) a[WATT_PR][WATT_PC];
+#pragma GCC unroll 8
+	for (int r = 0; r < WATT_PR; r++)
+#pragma GCC unroll 4
+		for (int i = 0; i < WATT_PC; i++) a[r][i] = (AF(avf)){0};
+	for (int d = 0; d < hd; d++) {
+		AF(avf) kv[WATT_PC];
+#pragma GCC unroll 4
+		for (int i = 0; i < WATT_PC; i++) kv[i] = AF(ald)(kt + (long)d * WATT_KP + i * VW);
+#pragma GCC unroll 8
+		for (int r = 0; r < WATT_PR; r++) {
+			const float x = qt[(long)d * WATT_PR + r];
+#pragma GCC unroll 4
+			for (int i = 0; i < WATT_PC; i++) a[r][i] += kv[i] * x;
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < WATT_PR; r++)
+#pragma GCC unroll 4
+		for (int i = 0; i < WATT_PC; i++) AF(ast)(s + r * ls + i * VW, a[r][i]);
+}
+
+// acpv: o[r*hd + d0 + i*VW ..] += p[r*ls + c] * V[c][d0 + i*VW ..] for c =
+// c0..c1-1 in order, for the WATT_PR rows of weights p and NV vectors of
+// columns from d0 (v: rows of hd): the sums go on from o's values, so a
+// row's output is one running sum over all its positions.
+static AI void AF(acpv)(float *o, const float *p, long ls, const float *v, int hd, int d0, int c0, int c1, const int NV) {
+	AF(avf) a[WATT_PR][4];
+#pragma GCC unroll 8
+	for (int r = 0; r < WATT_PR; r++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NV; i++) a[r][i] = AF(ald)(o + (long)r * hd + d0 + i * VW);
+	const float *vr = v + (long)c0 * hd + d0;
+	for (int c = c0; c < c1; c++, vr += hd) {
+		AF(avf) vv[4];
+#pragma GCC unroll 4
+		for (int i = 0; i < NV; i++) vv[i] = AF(ald)(vr + i * VW);
+#pragma GCC unroll 8
+		for (int r = 0; r < WATT_PR; r++) {
+			const float x = p[r * ls + c];
+#pragma GCC unroll 4
+			for (int i = 0; i < NV; i++) a[r][i] += vv[i] * x;
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < WATT_PR; r++)
+#pragma GCC unroll 4
+		for (int i = 0; i < NV; i++) AF(ast)(o + (long)r * hd + d0 + i * VW, a[r][i]);
+}
+
+// acpvs: acpv for every column of the rows: NV = WATT_NV vectors at a time,
+// then the vectors left, then the columns past the last vector one by one.
+static AI void AF(acpvs)(float *o, const float *p, long ls, const float *v, int hd, int c0, int c1) {
+	const int hv = hd - hd % VW;
+	int d0 = 0;
+	for (; d0 + WATT_NV * VW <= hv; d0 += WATT_NV * VW) AF(acpv)(o, p, ls, v, hd, d0, c0, c1, WATT_NV);
+	switch ((hv - d0) / VW) {
+	case 3: AF(acpv)(o, p, ls, v, hd, d0, c0, c1, 3); break;
+	case 2: AF(acpv)(o, p, ls, v, hd, d0, c0, c1, 2); break;
+	case 1: AF(acpv)(o, p, ls, v, hd, d0, c0, c1, 1); break;
+	}
+	for (int d = hv; d < hd; d++)
+		for (int r = 0; r < WATT_PR; r++) {
+			float x = o[(long)r * hd + d];
+			for (int c = c0; c < c1; c++) x += p[r * ls + c] * v[(long)c * hd + d];
+			o[(long)r * hd + d] = x;
+		}
+}
+
+// attend_chunk: see watt_attend_chunk (kernels.h).
+void WAPI(attend_chunk)(float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt, const float *v,
+			int m, int pos0, int window, float scale, const float *sinks, int wh, float *scratch) {
+	const long mp = (m + WATT_KP - 1) / WATT_KP * WATT_KP;
+	float *s = scratch, *qt = s + (long)nh * WATT_PR * mp, *o = qt + (long)nh * WATT_PR * hd,
+	      *row = o + (long)nh * WATT_PR * hd;
+	for (int j0 = 0; j0 < T; j0 += WATT_PR) {
+		const int nr = T - j0 < WATT_PR ? T - j0 : WATT_PR;
+		const int chi = pos0 + j0 + nr; // the tile sees columns clo..chi-1
+		const int clo = window > 0 && chi - nr + 1 > window ? chi - nr + 1 - window : 0;
+		for (int i = 0; i < nh; i++) // the tile's queries, transposed, zero past T
+			for (int r = 0; r < WATT_PR; r++) {
+				float *qi = qt + (long)i * WATT_PR * hd;
+				if (r < nr) {
+					const float *src = q + (long)(j0 + r) * ldq + (long)i * hd;
+					if (wh) {
+						AF(around)(row, src, hd);
+						src = row;
+					}
+					for (int d = 0; d < hd; d++) qi[(long)d * WATT_PR + r] = src[d];
+				} else
+					for (int d = 0; d < hd; d++) qi[(long)d * WATT_PR + r] = 0;
+			}
+		for (long p0 = clo / ACW * ACW; p0 < chi; p0 += ACW)
+			for (int i = 0; i < nh; i++)
+				AF(acqk)(s + (long)i * WATT_PR * mp + p0, mp, qt + (long)i * WATT_PR * hd,
+					 kt + p0 / WATT_KP * WATT_KP * hd + p0 % WATT_KP, hd);
+		for (int i = 0; i < nh; i++)
+			for (int r = 0; r < WATT_PR; r++) {
+				float *sr = s + ((long)i * WATT_PR + r) * mp;
+				if (r >= nr) { // no token: zero weights
+					memset(sr + clo, 0, (size_t)(chi - clo) * 4);
+					continue;
+				}
+				const int len = chi - nr + r + 1, lo = window > 0 && len > window ? len - window : 0;
+				const float *sink = sinks ? sinks + i : 0;
+				memset(sr + clo, 0, (size_t)(lo - clo) * 4);
+				if (wh)
+					AF(asoftmax)(sr + lo, len - lo, scale, sink, 1);
+				else
+					AF(asoftmax)(sr + lo, len - lo, scale, sink, 0);
+				memset(sr + len, 0, (size_t)(chi - len) * 4);
+			}
+		memset(o, 0, (size_t)nh * WATT_PR * hd * 4);
+		for (int c0 = clo; c0 < chi; c0 += ACB) {
+			const int c1 = chi - c0 < ACB ? chi : c0 + ACB;
+			for (int i = 0; i < nh; i++)
+				AF(acpvs)(o + (long)i * WATT_PR * hd, s + (long)i * WATT_PR * mp, mp, v, hd, c0, c1);
+		}
+		for (int i = 0; i < nh; i++)
+			for (int r = 0; r < nr; r++)
+				memcpy(out + (long)(j0 + r) * ldq + (long)i * hd, o + ((long)i * WATT_PR + r) * hd, (size_t)hd * 4);
+	}
+}
+#undef ACW
+#undef ACB
+#endif
 
 #undef AES
 #undef WCAT_

@@ -19,6 +19,9 @@
 #define NRMAX 4
 #define GMV 2
 #define GNT 12
+#define WATT_PR 6
+#define WATT_PC 4
+#define WATT_NV 4
 #include "body_matmul.h"
 #include "body_attn.h"
 #endif

@@ -374,3 +374,21 @@ void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, i
 			 const float *sinks, int wh) {
 	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, sinks, wh);
 }
+
+void watt_attend_chunk(int isa, float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt,
+		       const float *v, int m, int pos0, int window, float scale, const float *sinks, int wh,
+		       float *scratch) {
+	isa = attnISA(isa, hd);
+	WEFT_PICK(isa, watt_attend_chunk, out, q, ldq, T, nh, hd, kt, v, m, pos0, window, scale, sinks, wh, scratch);
+}
+
+// watt_panel_k: row by row, each element to its line of the panel (a
+// panel of 64 rows of 64 to 256 floats fills its lines in L1).
+void watt_panel_k(float *kt, const float *k, int p0, int n, int hd) {
+	for (int r = 0; r < n; r++) {
+		const int p = p0 + r;
+		float *dst = kt + (long)(p / WATT_KP) * WATT_KP * hd + p % WATT_KP;
+		const float *src = k + (long)r * hd;
+		for (int d = 0; d < hd; d++) dst[(long)d * WATT_KP] = src[d];
+	}
+}

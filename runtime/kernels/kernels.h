@@ -207,6 +207,25 @@ void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *k
 void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
 			 const float *sinks, int wh);
 
+// watt_attend_chunk: attention of a prompt chunk's T tokens for one KV
+// head, over m gathered float32 K and V rows (the positions a chunk's first
+// token sees and after): V row p at v + p*hd, K in watt_panel_k's layout.
+// Token j's nh query heads of the group are rows q + j*ldq + i*hd (i < nh),
+// its outputs the same rows of out; it sees rows lo..pos0+j, lo =
+// pos0+j-window+1 (at least 0) with a sliding window (window > 0), else 0.
+// The softmax is asoftmax's (ggml's order; sinks: NULL or one per head; wh:
+// queries and weights rounded to F16), the products sums in order over
+// the head dimension and the positions. scratch: AttendChunkScratch floats
+// (attn.go).
+void watt_attend_chunk(int isa, float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt,
+		       const float *v, int m, int pos0, int window, float scale, const float *sinks, int wh,
+		       float *scratch);
+// WATT_KP: the positions of a K panel. watt_panel_k writes the n rows k
+// (hd floats each) of positions p0.. into the panels kt: element d of
+// position p at kt[(p/WATT_KP)*WATT_KP*hd + d*WATT_KP + p%WATT_KP].
+#define WATT_KP 64
+void watt_panel_k(float *kt, const float *k, int p0, int n, int hd);
+
 // weft_peak runs iters rounds of 12 independent instructions on this
 // thread and returns the operations done: float FMAs (kind 0) or VNNI int8
 // dot products (kind 1; 0 where the CPU has none). sink keeps the result.
@@ -259,7 +278,10 @@ int weft_nsel(int *isa, int n);
 			      const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale, \
 			      const float *sinks, float *scratch);                                                  \
 	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
-				    const float *sinks, int wh);
+				    const float *sinks, int wh);                                                    \
+	void watt_attend_chunk##S(float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt,       \
+				  const float *v, int m, int pos0, int window, float scale, const float *sinks,   \
+				  int wh, float *scratch);
 WEFT_ISA_PROTOS(_gen)
 // weft_x86_kernels: WEFT_X86, for Go (which kernel sets this build has).
 int weft_x86_kernels(void);
