@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"unsafe"
 
 	"github.com/weft-inference/weft/runtime/batch"
-	"github.com/weft-inference/weft/runtime/gguf"
 	"github.com/weft-inference/weft/runtime/kernels"
 	"github.com/weft-inference/weft/runtime/llama"
-	"github.com/weft-inference/weft/runtime/quant"
 )
 
 // Backend runs a llama.Model on the CPU with a paged KV cache. Forward must not
@@ -65,11 +62,10 @@ type scratch struct {
 }
 
 type attnWorker struct {
-	k, v []float32 // one KV head's rows of the current sequence (gatherKV)
 	attn []float32 // kernels.AttendF16/AttendF32 scratch
-	// attendGroupMatMul scratch: query rows, scores, outputs, V transposed
-	// (all gathered positions, and a tile's share of them).
-	qg, sc, og, vtAll, vt []float32
+	// attendChunk's: one KV head's K rows of the current sequence in
+	// panels, its V rows, one block's K rows, kernels.AttendChunk scratch.
+	kt, v, row, sc []float32
 }
 
 var _ batch.Backend = (*Backend)(nil)
@@ -356,9 +352,7 @@ func (b *Backend) Forward(ctx context.Context, seqs []batch.SeqStep, logits [][]
 			}
 		})
 		b.storeKV(li, seqs, k, v)
-		if err := b.attention(li, l.Window, seqs, q, att); err != nil {
-			return layerError(li, "attention", err)
-		}
+		b.attention(li, l.Window, seqs, q, att)
 		if err := matMul(s.tm[:total*D], l.Wo, att, total, s); err != nil {
 			return layerError(li, "output projection", err)
 		}
@@ -583,9 +577,8 @@ func (b *Backend) storeKV(layer int, seqs []batch.SeqStep, k, v []float32) {
 // not read). Work items are
 // (sequence, KV head): an item serves every query head of its group and
 // every token of the chunk (see attendGroup).
-// Items are spread over the kernels' worker pool. It returns the first kernel
-// failure (the long chunks' matrix products can fail).
-func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) error {
+// Items are spread over the kernels' worker pool.
+func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []float32) {
 	hp := &b.m.HP
 	nItems := len(seqs) * hp.KVHeads
 	starts := b.s.starts[:0]
@@ -608,15 +601,14 @@ func (b *Backend) attention(layer, window int, seqs []batch.SeqStep, q, out []fl
 	work *= hp.Heads * hp.HeadDim * 2
 	if work < attnParallelMin || nItems == 1 {
 		for it := range nItems {
-			if err := b.attendGroup(&b.attnW[0], layer, window, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out); err != nil {
-				return err
-			}
+			b.attendGroup(&b.attnW[0], layer, window, &seqs[it/hp.KVHeads], starts[it/hp.KVHeads], it%hp.KVHeads, q, out)
 		}
-		return nil
+		return
 	}
-	return kernels.Parallel(nItems, func(worker, it int) error {
+	_ = kernels.Parallel(nItems, func(worker, it int) error { // the items do not fail
 		si, g := it/hp.KVHeads, it%hp.KVHeads
-		return b.attendGroup(&b.attnW[worker], layer, window, &seqs[si], starts[si], g, q, out)
+		b.attendGroup(&b.attnW[worker], layer, window, &seqs[si], starts[si], g, q, out)
+		return nil
 	})
 }
 
@@ -629,19 +621,17 @@ const attnParallelMin = 64 << 10
 // Like ggml with an F16 cache, the query and the softmax weights are
 // rounded to F16 before their products with K and V. Short chunks read the
 // cache in place (kernels.AttendF16/AttendF32, one call per token for the
-// whole group); long ones gather the head's rows and take
-// attendGroupMatMul, whose failure it returns, unless the products are
+// whole group); long ones take attendChunk, unless the products are
 // batch-invariant (kernels.BatchInvariant): then every token reads the cache
 // in place, so its result does not depend on how its prompt was chunked.
-func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) error {
+func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
 	hp := b.m.HP
 	hd := hp.HeadDim
 	n := sq.Pos + len(sq.Tokens)
 	group := hp.Heads / hp.KVHeads
-	if len(sq.Tokens)*group >= attnMatMulMin && !kernels.BatchInvariant() {
-		k0 := firstVisible(sq.Pos, window)
-		kk, vv := b.gatherKV(w, layer, sq, g, k0, n)
-		return b.attendGroupMatMul(w, layer, sq, tok0, g, k0, n, window, kk, vv, q, out)
+	if len(sq.Tokens)*group >= attnChunkMin && !kernels.BatchInvariant() {
+		b.attendChunk(w, layer, window, sq, tok0, g, q, out)
+		return
 	}
 	sinks := b.groupSinks(layer, g)
 	slot := b.layout.Slot[layer]
@@ -662,7 +652,6 @@ func (b *Backend) attendGroup(w *attnWorker, layer, window int, sq *batch.SeqSte
 			kernels.AttendF32(out[lo:hi], q[lo:hi], b.k32[slot], b.v32[slot], kv, sq.Pos+j+1, b.attnScale, sinks, w.attn)
 		}
 	}
-	return nil
 }
 
 // firstVisible is the first position a query at position p sees: p-window+1
@@ -685,158 +674,51 @@ func (b *Backend) groupSinks(layer, g int) []float32 {
 	return sk[g*group : (g+1)*group]
 }
 
-// gatherKV copies head g's K and V rows of positions k0..n-1 of the
-// sequence (converted to F32) into the worker's scratch, row p at p-k0,
-// block by block (a block's rows of one head are contiguous).
-func (b *Backend) gatherKV(w *attnWorker, layer int, sq *batch.SeqStep, g, k0, n int) (kk, vv []float32) {
-	hd, bs := b.m.HP.HeadDim, b.cfg.BlockSize
+// attnChunkMin is the number of query rows (chunk tokens × heads per KV
+// head) from which a chunk's attention gathers the head's K and V rows and
+// runs kernels.AttendChunk (below it, every token reads the cache in
+// place).
+const attnChunkMin = 16
+
+// attendChunk is attendGroup for long chunks: the head's K and V rows of
+// the positions the chunk's first token sees and after, k0..n-1, are
+// gathered as float32 (K in kernels.PanelK's panels, V row by row, block
+// by block: a block's rows of one head are contiguous), and
+// kernels.AttendChunk reads the queries and writes the outputs in place.
+func (b *Backend) attendChunk(w *attnWorker, layer, window int, sq *batch.SeqStep, tok0, g int, q, out []float32) {
+	hp := b.m.HP
+	hd, bs, group := hp.HeadDim, b.cfg.BlockSize, hp.Heads/hp.KVHeads
+	n := sq.Pos + len(sq.Tokens)
+	k0 := firstVisible(sq.Pos, window)
 	m := n - k0
-	if len(w.k) < m*hd {
-		w.k = make([]float32, max(m*hd, 2*len(w.k)))
-		w.v = make([]float32, len(w.k))
-	}
-	kk, vv = w.k[:m*hd], w.v[:m*hd]
+	w.kt = grow(w.kt, kernels.PanelKLen(m, hd))
+	w.v = grow(w.v, m*hd)
+	w.row = grow(w.row, bs*hd)
+	w.sc = grow(w.sc, kernels.AttendChunkScratch(group, m, hd))
 	table, ls := b.table(sq, layer), b.layout.Slot[layer]
 	for p0 := k0; p0 < n; {
 		slot := p0 % bs
 		cnt := min(bs-slot, n-p0) * hd
 		off := b.kvOff(table[p0/bs], g, slot)
 		d := (p0 - k0) * hd
+		kr, vv := w.row[:cnt], w.v[d:d+cnt]
 		switch {
 		case b.q8:
-			kernels.DequantizeKVQ8(kk[d:d+cnt], b.k8[ls][off:off+cnt], b.kd[ls][off/kernels.KVQ8Block:])
-			kernels.DequantizeKVQ8(vv[d:d+cnt], b.v8[ls][off:off+cnt], b.vd[ls][off/kernels.KVQ8Block:])
+			kernels.DequantizeKVQ8(kr, b.k8[ls][off:off+cnt], b.kd[ls][off/kernels.KVQ8Block:])
+			kernels.DequantizeKVQ8(vv, b.v8[ls][off:off+cnt], b.vd[ls][off/kernels.KVQ8Block:])
 		case b.f16:
-			kernels.F16ToF32s(kk[d:d+cnt], b.k16[ls][off:off+cnt])
-			kernels.F16ToF32s(vv[d:d+cnt], b.v16[ls][off:off+cnt])
+			kernels.F16ToF32s(kr, b.k16[ls][off:off+cnt])
+			kernels.F16ToF32s(vv, b.v16[ls][off:off+cnt])
 		default:
-			copy(kk[d:d+cnt], b.k32[ls][off:off+cnt])
-			copy(vv[d:d+cnt], b.v32[ls][off:off+cnt])
+			kr = b.k32[ls][off : off+cnt]
+			copy(vv, b.v32[ls][off:off+cnt])
 		}
+		kernels.PanelK(w.kt, kr, p0-k0, cnt/hd, hd)
 		p0 += cnt / hd
 	}
-	return kk, vv
-}
-
-// attnMatMulMin is the number of query rows (chunk tokens × heads per KV
-// head) from which attention runs as two matrix products.
-const attnMatMulMin = 16
-
-// attnScoreFloats bounds one attendGroupMatMul product's score matrix (in
-// float32s, per attention worker): a chunk whose query rows times visible
-// positions exceed it runs in tiles of consecutive tokens, so the scratch
-// stays this size at any context length and chunk size. 2 MiB: a 3,900-token
-// prompt of the 1B preset in Q4_K_M prefilled at 149-156 tokens/s with it
-// against 147-149 with 4 MiB (machine D, BENCHMARKS.md §7).
-var attnScoreFloats = 1 << 19 // a variable so tests can force tiles
-
-// attendGroupMatMul is attendGroup for long chunks: the scores of the
-// group's query rows are one product Q·Kᵀ and the outputs one product P·V
-// (kernels.MatMul on the gathered F32 rows), with the causal (and sliding
-// window) mask applied between them. kk and vv hold the gathered K and V
-// rows of positions k0..n-1: those the chunk's first token sees and after.
-// The chunk's tokens go in tiles (attnScoreFloats); a tile's products span
-// only the positions its tokens see (the columns past its last token are
-// skipped, and with a sliding window those before its first token's window,
-// from a multiple of 64 so the columns keep their place in the kernels'
-// lanes).
-func (b *Backend) attendGroupMatMul(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, n, window int, kk, vv, q, out []float32) error {
-	group := b.m.HP.Heads / b.m.HP.KVHeads
-	T := len(sq.Tokens)
-	tile := T
-	if group*T*(n-k0) > attnScoreFloats {
-		tile = max(1, attnScoreFloats/(group*(n-k0)))
-	}
-	// V transposed once for all tiles: row i holds column i of every gathered position.
-	m := n - k0
-	hd := b.m.HP.HeadDim
-	w.vtAll = grow(w.vtAll, hd*m)
-	vtAll := w.vtAll[:hd*m]
-	transpose(vtAll, vv[:m*hd], m, hd)
-	for j0 := 0; j0 < T; j0 += tile {
-		j1 := min(T, j0+tile)
-		c0 := (firstVisible(sq.Pos+j0, window) - k0) &^ 63
-		c1 := sq.Pos + j1 - k0
-		if err := b.attendTile(w, layer, sq, tok0, g, k0, j0, j1, c0, c1, window, m, kk, vtAll, q, out); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// attendTile is attendGroupMatMul for the chunk's tokens j0..j1-1 over the
-// gathered positions k0+c0..k0+c1-1: rows c0..c1-1 of kk, and columns
-// c0..c1-1 of vtAll, the m gathered V rows transposed (hd rows of m).
-func (b *Backend) attendTile(w *attnWorker, layer int, sq *batch.SeqStep, tok0, g, k0, j0, j1, c0, c1, window, m int, kk, vtAll, q, out []float32) error {
-	hp := b.m.HP
-	hd := hp.HeadDim
-	group := hp.Heads / hp.KVHeads
-	T := j1 - j0
-	n := c1 - c0
-	rows := group * T
-	w.qg = grow(w.qg, rows*hd)
-	w.sc = grow(w.sc, rows*n)
-	w.og = grow(w.og, rows*hd)
-	qg, sc, og := w.qg[:rows*hd], w.sc[:rows*n], w.og[:rows*hd]
-	// Query rows, ordered (head, token).
-	for r := range rows {
-		h, j := g*group+r/T, j0+r%T
-		src := q[(tok0+j)*b.qDim+h*hd : (tok0+j)*b.qDim+(h+1)*hd]
-		dst := qg[r*hd : (r+1)*hd]
-		if b.f16 {
-			kernels.RoundF16s(dst, src)
-		} else {
-			copy(dst, src)
-		}
-	}
-	vt := vtAll
-	if n != m { // the tile's columns, contiguous per row
-		w.vt = grow(w.vt, hd*n)
-		vt = w.vt[:hd*n]
-		for i := range hd {
-			copy(vt[i*n:(i+1)*n], vtAll[i*m+c0:i*m+c1])
-		}
-	}
-	if err := kernels.MatMul(sc, f32Weight(kk[c0*hd:], n, hd), qg, rows); err != nil {
-		return err
-	}
-	kernels.SoftmaxCausal(sc, rows, n, T, sq.Pos+j0-k0-c0, window, b.attnScale, b.groupSinks(layer, g), b.f16)
-	if err := kernels.MatMul(og, f32Weight(vt, hd, n), sc, rows); err != nil {
-		return err
-	}
-	for r := range rows {
-		h, j := g*group+r/T, j0+r%T
-		copy(out[(tok0+j)*b.qDim+h*hd:(tok0+j)*b.qDim+(h+1)*hd], og[r*hd:(r+1)*hd])
-	}
-	return nil
-}
-
-// transpose writes the rows x cols row-major matrix src to dst as cols x
-// rows, sixteen source rows at a time, so that each column's 16 values go
-// out as one 64-byte run while the 16 rows stay in L1.
-func transpose(dst, src []float32, rows, cols int) {
-	r0 := 0
-	for ; r0+16 <= rows; r0 += 16 {
-		blk := src[r0*cols : (r0+16)*cols]
-		for c := range cols {
-			d := dst[c*rows+r0 : c*rows+r0+16]
-			for r := range d {
-				d[r] = blk[r*cols+c]
-			}
-		}
-	}
-	for r := r0; r < rows; r++ {
-		for c := range cols {
-			dst[c*rows+r] = src[r*cols+c]
-		}
-	}
-}
-
-// f32Weight views a row-major float32 matrix as a quant.Weight.
-func f32Weight(x []float32, rows, cols int) quant.Weight {
-	x = x[:rows*cols]
-	return quant.Weight{Type: gguf.TypeF32, Rows: rows, Cols: cols,
-		Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))}
+	lo := tok0*b.qDim + g*group*hd
+	kernels.AttendChunk(out[lo:], q[lo:], b.qDim, len(sq.Tokens), group, hd, w.kt, w.v, m, sq.Pos-k0, window,
+		b.attnScale, b.groupSinks(layer, g), b.f16, w.sc)
 }
 
 // grow returns s if it holds n elements, else a larger slice.

@@ -21,10 +21,12 @@
 // each run as one kernels.MatMuls job (one pool handoff). Attention is per
 // sequence, through its block table, parallel over (sequence, KV head);
 // short chunks read the cache in place (kernels.AttendF16/AttendF32/AttendQ8), long
-// ones gather the head's rows and run two matrix products per KV head. A
-// sliding layer (llama.Layer.Window) attends from the first visible
-// position in both paths (PagedKV.First; the gathered rows start there and
-// kernels.SoftmaxCausal masks per row), so hidden keys are never read.
+// ones gather the head's rows as float32 (K in panels) and run
+// kernels.AttendChunk, which takes the chunk's tokens a few at a time for
+// all the KV head's query heads. A sliding layer (llama.Layer.Window)
+// attends from the first visible position in both paths (PagedKV.First;
+// the gathered rows start there and each token's softmax starts at its
+// window), so hidden keys are never read.
 //
 // The forward pass follows the Model's fields, never its architecture's
 // name: optional q/k head norms before RoPE, one RoPE table per distinct

@@ -284,9 +284,9 @@ func parseMeminfo(data []byte, key string) (uint64, error) {
 // size them for exactly that step. The buffers grow to the largest step
 // seen (doubling), so a server's steady figure is at most twice this for
 // its largest step. The attention workers' per-thread scratch comes on
-// top: F32 copies of one sequence's KV for one KV head (bounded by the
-// context, not the batch) and a prompt chunk's score matrix, which runs in
-// tiles of at most attnScoreFloats.
+// top: F32 copies of one sequence's K and V for one KV head and the score
+// rows of one tile of a prompt chunk's tokens (kernels.AttendChunkScratch),
+// bounded by the context, not the batch.
 func StepScratchBytes(hp llama.HParams, tokens, logits int) uint64 {
 	qDim, kvDim := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	const bases = 2 // rotary tables: at most two bases (gemma3's local and global layers)

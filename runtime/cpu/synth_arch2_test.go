@@ -14,7 +14,12 @@ import "testing"
 //     moves a gate value across an F16 rounding boundary moves that
 //     activation by a whole F16 step; the README's float64 reference, which
 //     copies the table too, is 0.016 from the golden for the same reason.
-//   - F16: token-exact except at golden near-ties (gaps <= 2·tol), tol 0.1.
+//   - F16: token-exact except at golden near-ties (gaps <= 2·tol), tol 0.1;
+//     gemma3 0.15: the README's float64 reference, teacher-forced, is
+//     0.14-0.26 from the golden on this file (llama.cpp rounds each product's
+//     input to F16, and the GELU table turns float32 rounding into F16
+//     steps), and the kernel sets come within 0.08-0.12 by the order of
+//     their attention sums alone (prompt chunks or token by token).
 //   - Q8_0 (and IQ4): teacher-forced within an absolute tolerance of 3, 5.5
 //     for gemma3 (the README's figures), with the golden argmax wherever
 //     llama.cpp's gap exceeds 1.0, but for flips steps: llama.cpp rounds the
@@ -53,7 +58,7 @@ func TestSynthArch2Golden(t *testing.T) {
 		// sets (go, c: exact activations) are 2.87 away.
 		{"qwen3-256", "IQ4_XS", false, false, 3, 2},
 		{"gemma3-256", "F32", true, true, 0.05, 0},
-		{"gemma3-256", "F16", true, false, 0.1, 0},
+		{"gemma3-256", "F16", true, false, 0.15, 0},
 		{"gemma3-256", "Q8_0", false, false, 5.5, 5},
 	}
 	forEachKernelSet(t, func(t *testing.T, _ string) {
