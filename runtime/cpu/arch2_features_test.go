@@ -96,8 +96,8 @@ func TestSynthArch2Ablations(t *testing.T) {
 // TestWindowPaths runs gemma3-256 (sliding window 8 on five of six layers)
 // on a 70-token prompt fed whole, in chunks of 7 and one token at a time,
 // with each KV type and kernel set: the first two take the gathered
-// matrix-product attention (kernels.SoftmaxCausal's window), the last the
-// in-place kernels (PagedKV.First), so the windowed paths must agree: the
+// chunk attention (kernels.AttendChunk's windows), the last the in-place
+// kernels (PagedKV.First), so the windowed paths must agree: the
 // last prompt token's logits within TestSynthArch2Golden's gemma3
 // tolerances (0.05 with an F32 cache, 0.1 with an F16 one, whose rounding
 // of queries and weights turns summation-order differences into F16 steps)

@@ -301,41 +301,6 @@ func PanelK(kt, k []float32, p0, n, hd int) {
 	}
 }
 
-// SoftmaxCausal applies SoftmaxScaled to the score rows of a prompt chunk:
-// sc holds rows rows of n scores (columns: consecutive positions), ordered
-// (head, token) for T tokens from column pos0, and row r covers columns
-// lo..c, c = pos0+r%T, lo = max(0, c-window+1) with a sliding window
-// (window > 0), else 0; its remaining entries are set to zero. One call
-// does them all (the C kernels: one cgo call per attention group, not one
-// or two per row). sinks, when not nil, holds one sink logit per head
-// (rows/T of them), taken as AttendF16 takes them.
-func SoftmaxCausal(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) {
-	if rows <= 0 || n <= 0 {
-		return
-	}
-	sc = sc[:rows*n]
-	if T <= 0 || pos0 < 0 || pos0+T > n || window < 0 {
-		panic("kernels.SoftmaxCausal: tokens past the scored positions")
-	}
-	if sinks != nil && len(sinks) < (rows+T-1)/T {
-		panic("kernels.SoftmaxCausal: fewer sinks than heads")
-	}
-	if activeISA != isaGo && softmaxCausalFast(sc, rows, n, T, pos0, window, scale, sinks, round) {
-		return
-	}
-	for r := range rows {
-		row := sc[r*n : (r+1)*n]
-		p := pos0 + r%T
-		lo := 0
-		if window > 0 {
-			lo = max(0, p-window+1)
-		}
-		clear(row[:lo])
-		softmaxSink(row[lo:p+1], scale, sinks, r/T, round)
-		clear(row[p+1:])
-	}
-}
-
 // softmaxSink is SoftmaxScaled with sinks[i] as the row's sink when sinks
 // is not nil.
 func softmaxSink(row []float32, scale float32, sinks []float32, i int, round bool) {

@@ -38,18 +38,6 @@ func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, 
 	return true
 }
 
-// softmaxCausalFast runs the C kernel of SoftmaxCausal.
-func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
-	wh := 0
-	if round {
-		wh = 1
-	}
-	isa := min(activeISA, isaAVX512) - isaC
-	C.watt_softmax_causal(C.int(isa), (*C.float)(&sc[0]), C.int(rows), C.int(n), C.int(T), C.int(pos0), C.int(window), C.float(scale),
-		sinkPtr(sinks), C.int(wh))
-	return true
-}
-
 // attendChunkFast runs the C kernel of AttendChunk.
 func attendChunkFast(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0, window int, scale float32, sinks []float32, round bool, scratch []float32) bool {
 	wh := 0

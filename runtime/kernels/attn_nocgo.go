@@ -12,10 +12,6 @@ func attendQ8Fast(out, q []float32, nq int, kq []int8, kd []float32, vq []int8, 
 	return false
 }
 
-func softmaxCausalFast(sc []float32, rows, n, T, pos0, window int, scale float32, sinks []float32, round bool) bool {
-	return false
-}
-
 func attendChunkFast(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0, window int, scale float32, sinks []float32, round bool, scratch []float32) bool {
 	return false
 }

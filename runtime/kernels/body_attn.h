@@ -658,30 +658,6 @@ static AI void AF(asoftmax)(float *row, int n, float scale, const float *sink, c
 	if (WH == 1) AF(around)(row + p1, row + p1, n - p1);
 }
 
-// softmax_causal: the rows (stride n) of a prompt chunk's scores, ordered
-// (head, token) with T tokens from column pos0: row r attends to columns
-// lo..c, c = pos0 + r%T, lo = c-window+1 (window > 0) or 0, softmaxed as
-// asoftmax does (with sink sinks[r/T] when sinks is not NULL); the rest is
-// zeroed.
-#ifndef WATT_VNNI
-void WAPI(softmax_causal)(float *sc, int rows, int n, int T, int pos0, int window, float scale, const float *sinks,
-			  int wh) {
-	for (int r = 0; r < rows; r++) {
-		float *row = sc + (long)r * n;
-		int len = pos0 + r % T + 1;
-		if (len > n) len = n;
-		int lo = window > 0 && len > window ? len - window : 0;
-		const float *sink = sinks ? sinks + r / T : 0;
-		memset(row, 0, (size_t)lo * 4);
-		if (wh)
-			AF(asoftmax)(row + lo, len - lo, scale, sink, 1);
-		else
-			AF(asoftmax)(row + lo, len - lo, scale, sink, 0);
-		memset(row + len, 0, (size_t)(n - len) * 4);
-	}
-}
-#endif
-
 // aouts: out[j*hd ..] += sum_p w[j*m + p-lo] * V[p] (m = n-lo) for the nq
 // queries, in output tiles of 4 queries x 2 column vectors, or fewer
 // queries x 4. Only the first tile of queries prefetches (aout).

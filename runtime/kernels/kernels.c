@@ -370,11 +370,6 @@ void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *k
 	WEFT_PICK(isa, watt_attend_q, out, q, nq, &k, &v, blocks, bs, stride, off, hd, lo, n, scale, sinks, scratch);
 }
 
-void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
-			 const float *sinks, int wh) {
-	WEFT_PICK(isa, watt_softmax_causal, sc, rows, n, T, pos0, window, scale, sinks, wh);
-}
-
 void watt_attend_chunk(int isa, float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt,
 		       const float *v, int m, int pos0, int window, float scale, const float *sinks, int wh,
 		       float *scratch) {

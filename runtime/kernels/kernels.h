@@ -202,10 +202,6 @@ void watt_attend_q8(int isa, float *out, const float *q, int nq, const int8_t *k
 // same numbers.
 #define WATT_SEG 1024
 #define WATT_TILE 64
-// watt_softmax_causal: the causal (window > 0: sliding-window) softmax of a
-// prompt chunk's score rows (sinks: NULL or one per head, rows/T of them).
-void watt_softmax_causal(int isa, float *sc, int rows, int n, int T, int pos0, int window, float scale,
-			 const float *sinks, int wh);
 
 // watt_attend_chunk: attention of a prompt chunk's T tokens for one KV
 // head, over m gathered float32 K and V rows (the positions a chunk's first
@@ -277,8 +273,6 @@ int weft_nsel(int *isa, int n);
 	void watt_attend_q##S(float *out, const float *q, int nq, const watt_q8 *k, const watt_q8 *v,                \
 			      const int32_t *blocks, long bs, long stride, long off, int hd, int lo, int n, float scale, \
 			      const float *sinks, float *scratch);                                                  \
-	void watt_softmax_causal##S(float *sc, int rows, int n, int T, int pos0, int window, float scale,            \
-				    const float *sinks, int wh);                                                    \
 	void watt_attend_chunk##S(float *out, const float *q, long ldq, int T, int nh, int hd, const float *kt,       \
 				  const float *v, int m, int pos0, int window, float scale, const float *sinks,   \
 				  int wh, float *scratch);
