@@ -264,12 +264,16 @@ func AttendChunk(out, q []float32, ldq, T, nh, hd int, kt, v []float32, m, pos0,
 }
 
 // AttendChunkScratch is the scratch length AttendChunk needs for nh heads
-// over m rows of head dimension hd: a score row per head for each of up to
-// 8 tokens of a tile, and the tile's queries and outputs.
+// over m rows of head dimension hd: for the C kernels a score row (m
+// rounded up to whole panels) per head for each of up to 8 tokens of a
+// tile, the tile's queries and outputs and one rounded query row; for the
+// Go loop one query, one K row and one score row.
 func AttendChunkScratch(nh, m, hd int) int {
-	mp := (m + kPanel - 1) / kPanel * kPanel
-	return nh*8*mp + 2*nh*8*hd + 2*hd + m
+	return nh*8*panelCols(m) + 2*nh*8*hd + 2*hd + m
 }
+
+// panelCols is m rounded up to whole K panels.
+func panelCols(m int) int { return (m + kPanel - 1) / kPanel * kPanel }
 
 // kPanel is the positions of a K panel (kernels.h's WATT_KP; attn_cgo.go
 // checks).
@@ -277,7 +281,7 @@ const kPanel = 64
 
 // PanelKLen is the length of the K panels of m positions of head dimension
 // hd (whole panels: the columns past m are never read).
-func PanelKLen(m, hd int) int { return (m + kPanel - 1) / kPanel * kPanel * hd }
+func PanelKLen(m, hd int) int { return panelCols(m) * hd }
 
 // PanelK writes the n rows of k (hd floats each), positions p0..p0+n-1, into
 // the K panels kt that AttendChunk reads: element d of position p at
