@@ -422,36 +422,71 @@ static void lane_scales_q8(const uint8_t *w, long rowBytes, int nb, int m, float
 	}
 }
 
+// k512_q4k_scales64: kq_q4k_scales as two 64-bit words, the eight
+// sub-block scales (s) and the eight mins (m), byte i for sub-block i.
+static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_t *sc, uint64_t *s, uint64_t *m) {
+	uint32_t a0, a1, a2;
+	memcpy(&a0, sc, 4);
+	memcpy(&a1, sc + 4, 4);
+	memcpy(&a2, sc + 8, 4);
+	uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
+	uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
+	*s = (uint64_t)s47 << 32 | (a0 & 0x3f3f3f3f);
+	*m = (uint64_t)m47 << 32 | (a1 & 0x3f3f3f3f);
+}
+
+// lane_sums8: the sums of the 32 bytes of each of eight blocks, as eight
+// floats in block order, from the four 64-byte vectors a (blocks 0 and 2),
+// b (1 and 3), c (4 and 6) and d (5 and 7).
+static inline __attribute__((always_inline)) __m256 lane_sums8(__m512i a, __m512i b, __m512i c, __m512i d) {
+	const __m512i z = _mm512_setzero_si512();
+	// per 64-bit lane, the sum of 8 bytes; then per 128-bit lane L of u:
+	// (the two of a's lane L, the two of b's), the 256-bit halves' four
+	// lanes added to lanes 0 and 2: (block 0, 1) and (2, 3)
+	const __m512i sa = _mm512_sad_epu8(a, z), sb = _mm512_sad_epu8(b, z);
+	const __m512i sc = _mm512_sad_epu8(c, z), sd = _mm512_sad_epu8(d, z);
+	__m512i u = _mm512_add_epi64(_mm512_unpacklo_epi64(sa, sb), _mm512_unpackhi_epi64(sa, sb));
+	__m512i v = _mm512_add_epi64(_mm512_unpacklo_epi64(sc, sd), _mm512_unpackhi_epi64(sc, sd));
+	u = _mm512_add_epi64(u, _mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+	v = _mm512_add_epi64(v, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+	const __m512i idx = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0);
+	return _mm256_cvtepi32_ps(_mm512_cvtepi64_epi32(_mm512_permutex2var_epi64(u, idx, v)));
+}
+
 // lane_unpack_q4k unpacks rows 0..m of Q4_K weights: the quants of row i,
 // block b (32 columns) to q[(i*nb + b)*32 ..] (bytes 0..15), and ds, cw =
-// 128 * ds * sum(q), dm per row and block.
+// 128 * ds * sum(q), dm per row and block. A super-block at a time in
+// vectors: its 128 quant bytes as two 64-byte loads (low nibbles: blocks
+// 0 and 2, 4 and 6; high: 1 and 3, 5 and 7), its eight scales and mins
+// together (the same products as one at a time: ds = d * scale, cw = (128 *
+// ds) * sum, dm = dmin * min).
 static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m256 c128 = _mm256_set1_ps(128.0f);
 	for (int i = 0; i < m; i++)
 		for (int sb = 0; sb < nb / 8; sb++) {
-			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 144, *sc = blk + 4, *qs = blk + 16;
-			float d = _cvtsh_ss(blk[0] | blk[1] << 8), dmin = _cvtsh_ss(blk[2] | blk[3] << 8);
-			for (int c = 0; c < 4; c++) {
-				__m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-				__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-				for (int h = 0; h < 2; h++) {
-					int j = 2 * c + h, b = sb * 8 + j;
-					__m256i qq = h ? hi : lo;
-					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), qq);
-					int s6, m6;
-					if (j < 4) {
-						s6 = sc[j] & 63;
-						m6 = sc[j + 4] & 63;
-					} else {
-						s6 = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
-						m6 = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-					}
-					float dsc = d * (float)s6;
-					ds[i * nb + b] = dsc;
-					cw[i * nb + b] = 128.0f * dsc * (float)lane_sum32(qq);
-					dm[i * nb + b] = dmin * (float)m6;
-				}
-			}
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 144, *qs = blk + 16;
+			const long b0 = (long)i * nb + sb * 8;
+			uint8_t *qb = q + b0 * 32;
+			const __m512i l0 = _mm512_loadu_si512((const void *)qs), l1 = _mm512_loadu_si512((const void *)(qs + 64));
+			const __m512i a = _mm512_and_si512(l0, m4), b = _mm512_and_si512(_mm512_srli_epi16(l0, 4), m4);
+			const __m512i c = _mm512_and_si512(l1, m4), d = _mm512_and_si512(_mm512_srli_epi16(l1, 4), m4);
+			_mm256_storeu_si256((__m256i *)qb, _mm512_castsi512_si256(a));
+			_mm256_storeu_si256((__m256i *)(qb + 32), _mm512_castsi512_si256(b));
+			_mm256_storeu_si256((__m256i *)(qb + 64), _mm512_extracti64x4_epi64(a, 1));
+			_mm256_storeu_si256((__m256i *)(qb + 96), _mm512_extracti64x4_epi64(b, 1));
+			_mm256_storeu_si256((__m256i *)(qb + 128), _mm512_castsi512_si256(c));
+			_mm256_storeu_si256((__m256i *)(qb + 160), _mm512_castsi512_si256(d));
+			_mm256_storeu_si256((__m256i *)(qb + 192), _mm512_extracti64x4_epi64(c, 1));
+			_mm256_storeu_si256((__m256i *)(qb + 224), _mm512_extracti64x4_epi64(d, 1));
+			uint64_t s6, m6;
+			k512_q4k_scales64(blk + 4, &s6, &m6);
+			const __m256 dv = _mm256_set1_ps(_cvtsh_ss(blk[0] | blk[1] << 8));
+			const __m256 mv = _mm256_set1_ps(_cvtsh_ss(blk[2] | blk[3] << 8));
+			const __m256 dsc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)s6))));
+			_mm256_storeu_ps(ds + b0, dsc);
+			_mm256_storeu_ps(cw + b0, _mm256_mul_ps(_mm256_mul_ps(c128, dsc), lane_sums8(a, b, c, d)));
+			_mm256_storeu_ps(dm + b0, _mm256_mul_ps(mv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)m6)))));
 		}
 }
 
@@ -592,40 +627,59 @@ static inline __attribute__((always_inline)) void lane_panels(const uint8_t *wq,
 // lane_unpack_q6k unpacks rows 0..m of Q6_K weights: the quants of row i,
 // block b (32 columns) to q[(i*nb + b)*32 ..] as signed bytes q - 32, with
 // ds (scale of columns 0-15), dm (scale of columns 16-31) and cw = 128 *
-// (ds * sum of the first 16 quants + dm * sum of the last 16).
+// (ds * sum of the first 16 quants + dm * sum of the last 16). A
+// super-block at a time in vectors: per 128-column half, the 64 low-bit
+// bytes and the 32 high-bit bytes (twice: as they are, and shifted right
+// by 2) make blocks 0 and 1 of the half, then 2 and 3; its 16 scales
+// together.
 static void lane_unpack_q6k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+	const __m512i z = _mm512_setzero_si512();
+	// the scales of the blocks' first column halves, then of their second
+	const __m512i evens = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
+	// the same order for the sums as hs holds them
+	const __m512i sorder = _mm512_set_epi32(15, 11, 14, 10, 7, 3, 6, 2, 13, 9, 12, 8, 5, 1, 4, 0);
+	const __m256 c128 = _mm256_set1_ps(128.0f);
 	for (int i = 0; i < m; i++)
 		for (int sb = 0; sb < nb / 8; sb++) {
 			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 210;
-			float d = _cvtsh_ss(blk[208] | blk[209] << 8);
+			const long b0 = (long)i * nb + sb * 8;
+			uint8_t *qb = q + b0 * 32;
+			__m256i hs[2]; // per half, the column halves' sums of q (0..63)
 			for (int h = 0; h < 2; h++) { // 128-column halves
-				const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
-				const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);
-				__m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-				__m256i hh = _mm256_loadu_si256((const __m256i *)qh);
-				__m256i v[4];
-				v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
-				v[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
-				v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
-				v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-						       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
-				for (int j = 0; j < 4; j++) {
-					int b = sb * 8 + 4 * h + j;
-					// sums of q (0..63) per 16-column half, before the -32
-					__m256i sad = _mm256_sad_epu8(v[j], _mm256_setzero_si256());
-					__m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
-					int s0 = (int)(_mm_cvtsi128_si64(lo) + _mm_extract_epi64(lo, 1)) - 16 * 32;
-					int s1 = (int)(_mm_cvtsi128_si64(hi) + _mm_extract_epi64(hi, 1)) - 16 * 32;
-					_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), _mm256_sub_epi8(v[j], off));
-					float d0 = d * (float)sc[2 * j], d1 = d * (float)sc[2 * j + 1];
-					ds[i * nb + b] = d0;
-					dm[i * nb + b] = d1;
-					cw[i * nb + b] = 128.0f * (d0 * (float)s0 + d1 * (float)s1);
-				}
+				const __m512i L = _mm512_loadu_si512((const void *)(blk + 64 * h));
+				const __m512i hh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
+				const __m512i H = _mm512_mask_srli_epi16(hh, 0xffff0000u, hh, 2);
+				// blocks 0 and 1 of the half: low nibbles | high bits 0-1 (2-3) at bit 4
+				const __m512i v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(L, m4), _mm512_slli_epi16(H, 4), m30, 0xf8);
+				// blocks 2 and 3: high nibbles | high bits 4-5 (6-7) at bit 4
+				const __m512i v23 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), H, m30, 0xf8);
+				uint8_t *qh = qb + 128 * h;
+				const __m512i s01 = _mm512_sub_epi8(v01, off), s23 = _mm512_sub_epi8(v23, off);
+				_mm256_storeu_si256((__m256i *)qh, _mm512_castsi512_si256(s01));
+				_mm256_storeu_si256((__m256i *)(qh + 32), _mm512_extracti64x4_epi64(s01, 1));
+				_mm256_storeu_si256((__m256i *)(qh + 64), _mm512_castsi512_si256(s23));
+				_mm256_storeu_si256((__m256i *)(qh + 96), _mm512_extracti64x4_epi64(s23, 1));
+				// per 64-bit lane the sum of 8 quants; adjacent lanes make a
+				// 16-column half: dword 2L of hs[h] is block L / 2 of the half,
+				// column half L % 2, and 2L + 1 block 2 + L / 2
+				const __m512i p = _mm512_sad_epu8(v01, z), r = _mm512_sad_epu8(v23, z);
+				hs[h] = _mm512_cvtepi64_epi32(_mm512_add_epi64(_mm512_unpacklo_epi64(p, r), _mm512_unpackhi_epi64(p, r)));
 			}
+			const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[208] | blk[209] << 8));
+			// f[2j + k] = d * scale of block j, column half k
+			const __m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));
+			// the sums less 16 * 32, first half of blocks 0..7, then second half
+			const __m512i hv = _mm512_inserti64x4(_mm512_castsi256_si512(hs[0]), hs[1], 1);
+			const __m512 se = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_permutexvar_epi32(sorder, hv), _mm512_set1_epi32(16 * 32)));
+			const __m512 fe = _mm512_permutexvar_ps(evens, f);
+			const __m256 f0 = _mm512_castps512_ps256(fe), f1 = _mm512_extractf32x8_ps(fe, 1);
+			_mm256_storeu_ps(ds + b0, f0);
+			_mm256_storeu_ps(dm + b0, f1);
+			const __m256 s0 = _mm512_castps512_ps256(se), s1 = _mm512_extractf32x8_ps(se, 1);
+			// 128 * (ds * s0 + dm * s1), the first product fused (the bits the
+			// one-block-at-a-time code had, as GCC contracted it)
+			_mm256_storeu_ps(cw + b0, _mm256_mul_ps(c128, _mm256_fmadd_ps(f0, s0, _mm256_mul_ps(f1, s1))));
 		}
 }
 
@@ -829,19 +883,6 @@ static inline __attribute__((always_inline)) void k512_row(const int type, const
 #undef K5X
 #undef K5BS
 	for (int t = 0; t < NT; t++) out[t * ldo] = kq_hsum(acc[t]);
-}
-
-// k512_q4k_scales64: kq_q4k_scales as two 64-bit words, the eight
-// sub-block scales (s) and the eight mins (m), byte i for sub-block i.
-static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_t *sc, uint64_t *s, uint64_t *m) {
-	uint32_t a0, a1, a2;
-	memcpy(&a0, sc, 4);
-	memcpy(&a1, sc + 4, 4);
-	memcpy(&a2, sc + 8, 4);
-	uint32_t s47 = (a2 & 0x0f0f0f0f) | (((a0 >> 6) & 0x03030303) << 4);
-	uint32_t m47 = ((a2 >> 4) & 0x0f0f0f0f) | (((a1 >> 6) & 0x03030303) << 4);
-	*s = (uint64_t)s47 << 32 | (a0 & 0x3f3f3f3f);
-	*m = (uint64_t)m47 << 32 | (a1 & 0x3f3f3f3f);
 }
 
 // The pair kernels: k512_row for two rows (row and row + rowBytes) and NT
