@@ -64,7 +64,7 @@
 // figures behind them):
 //
 //   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4
-//     from 8 tokens (MXFP4 from 16, Q4_K and Q6_K from 24, from 16 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
+//     from 8 tokens (MXFP4 from 16, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
 //     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127; IQ4_XS per 256, as llama.cpp's Q8_K), plus 128 so they are unsigned, and packed 16 to a panel
@@ -107,7 +107,7 @@
 //     256-column group is loaded by three 64-byte loads and vpermi2b.
 //   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
-//     Q4_K/Q6_K/IQ4_XS below the lane GEMM (24 tokens, 16 on Zen 4; IQ4_XS 8) on AVX-512 VNNI too
+//     Q4_K/Q6_K/IQ4_XS below the lane GEMM (24 tokens, 11 on Zen 4; IQ4_XS 8) on AVX-512 VNNI too
 //     (kern_i8.c; one FMA per super-block beats the VNNI row kernel's
 //     per-64-column float work there): int8 activations, per 32 columns
 //     for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL/MXFP4 and per 256 for the K-quants and IQ4_XS

@@ -94,12 +94,12 @@ func TestBatchVariantKernelsDiffer(t *testing.T) {
 	}
 }
 
-// TestKQuantWideKernelSameBits: below the lane GEMM (1-23 tokens, 1-15
+// TestKQuantWideKernelSameBits: below the lane GEMM (1-23 tokens, 1-10
 // on Zen 4), Q4_K and Q6_K take kern_i8.c's integer kernel on the avx512
 // set and its 512-bit form (weft_k512_matmul) on avx512vnni; the two must
 // give the same bits, so that a CPU's choice of kernel set never changes a
 // result of these types at these token counts. It first checks the
-// dispatch: below the threshold (24, or 16 on Zen 4) every token count
+// dispatch: below the threshold (24, or 11 on Zen 4) every token count
 // takes the row kernels' per-256 activations on avx512vnni, from it the
 // lane GEMM's.
 func TestKQuantWideKernelSameBits(t *testing.T) {
@@ -116,8 +116,8 @@ func TestKQuantWideKernelSameBits(t *testing.T) {
 				break
 			}
 		}
-		if f != 16 && f != 24 || from != 0 && f != from {
-			t.Fatalf("%v: avx512vnni takes the row kernels below %d tokens; want 24, or 16 on Zen 4, the same for Q4_K and Q6_K", typ, f)
+		if f != 11 && f != 24 || from != 0 && f != from {
+			t.Fatalf("%v: avx512vnni takes the row kernels below %d tokens; want 24, or 11 on Zen 4, the same for Q4_K and Q6_K", typ, f)
 		}
 		from = f
 		for n := from; n <= 64; n++ {

@@ -88,13 +88,15 @@ enum {
 // 8-20 tokens faster than the lane GEMM, whose step costs about the same
 // from 16 tokens to 32 (it unpacks every 16 rows once for all tokens):
 // they break even at 24 (figures: BENCHMARKS.md §1b). On Zen 4 (AMD family
-// 25: weft_lane_min_n) they take it from one full panel,
-// WEFT_LANE_MIN_N_KQUANT_ZEN4: there the pair kernel's step grows by the
-// token (decode of the 1B preset in Q4_K_M: 74 ms at 8 tokens, 140-150 at
-// 16) while the lane GEMM's stays at 100-140 ms from 10 tokens to 16; they
-// cross between 12 and 16 (BENCHMARKS.md §1b, batched decode on machine D).
+// 25: weft_lane_min_n) they take it from WEFT_LANE_MIN_N_KQUANT_ZEN4
+// tokens, in a panel not yet full: there the pair kernel's step grows by
+// the token (decode of the 1B preset in Q4_K_M: 60-63 ms at 8 tokens, 78-80
+// at 10, 108-111 at 14) while the lane GEMM's, whose unpacking runs a
+// super-block at a time in vectors, stays at 78-85 ms from 10 tokens to 14;
+// they are level at 10 and the lane GEMM leads from 11 (BENCHMARKS.md §1b,
+// batched decode on machine D).
 #define WEFT_LANE_MIN_N_KQUANT 24
-#define WEFT_LANE_MIN_N_KQUANT_ZEN4 16
+#define WEFT_LANE_MIN_N_KQUANT_ZEN4 11
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
 // (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
