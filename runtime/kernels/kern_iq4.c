@@ -270,33 +270,60 @@ static inline __attribute__((always_inline)) __m128 iq4_sum4(__m512 a, __m512 b,
 #undef IQ4V
 #undef IQ4V_VBMI
 
+#include "body_lane.h"
+
 // weft_iq4_lane_unpack: for kern_vnni.c's int8 lane GEMM (its Q8_0 mode),
 // rows 0..m of w (IQ4_NL, IQ4_XS or MXFP4, nb blocks of 32 columns):
 // block b of row i as 32 signed bytes, the table values, at
 // q[(i*nb + b)*32 ..], its scale at ds[i*nb + b] and cw[i*nb + b] = 128 *
 // scale * (sum of its 32 values), which takes off the 128 the lane GEMM's
-// unsigned activations carry.
+// unsigned activations carry. Eight blocks at a time in vectors (two to a
+// 64-byte lookup, iq4_pair; their eight sums from four vpsadbw folded in
+// registers, lane_sums8), a last few one by one; the same products either
+// way.
 void weft_iq4_lane_unpack(int type, const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw) {
-	const __m256i tbl = _mm256_broadcastsi128_si256(iq4_table(type, 0));
+	const __m512i tbl4 = _mm512_broadcast_i32x4(iq4_table(type, 0));
+	const __m256i tbl = _mm512_castsi512_si256(tbl4);
 	const __m256i m4 = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8((char)0x80);
+	const __m512i flip4 = _mm512_set1_epi8((char)0x80);
+	const __m256 c128 = _mm256_set1_ps(128.0f), off = _mm256_set1_ps(32 * 128);
 	for (int i = 0; i < m; i++) {
 		const uint8_t *row = w + (long)i * rowBytes;
-		float xs[8];
-		for (int b = 0; b < nb; b++) {
-			float d;
-			const uint8_t *qs;
-			if (type == 23) {
+		int b = 0;
+		for (; b + 8 <= nb; b += 8) {
+			const long o = (long)i * nb + b;
+			const uint8_t *qs[8];
+			__m256 d8;
+			if (type == 23) { // one super-block
 				const uint8_t *blk = row + 136 * (b / 8);
-				if (b % 8 == 0) _mm256_storeu_ps(xs, iq4xs_scales_vnni(blk));
-				d = xs[b % 8];
-				qs = blk + 8 + 16 * (b % 8);
+				d8 = iq4xs_scales_vnni(blk);
+				for (int j = 0; j < 8; j++) qs[j] = blk + 8 + 16 * j;
 			} else {
-				qs = iq4_block_vnni(type, row, b, &d);
+				float d[8];
+				for (int j = 0; j < 8; j++) qs[j] = iq4_block_vnni(type, row, b + j, &d[j]);
+				d8 = _mm256_loadu_ps(d);
 			}
+			// blocks (0, 2), (1, 3), (4, 6), (5, 7), as lane_sums8 takes them
+			__m512i v[4];
+			for (int k = 0; k < 4; k++) {
+				const int j = 4 * (k / 2) + k % 2;
+				v[k] = iq4_pair(qs[j], qs[j + 2], tbl4); // the signed table: blocks j and j + 2 as stored
+				_mm256_storeu_si256((__m256i *)(q + (o + j) * 32), _mm512_castsi512_si256(v[k]));
+				_mm256_storeu_si256((__m256i *)(q + (o + j + 2) * 32), _mm512_extracti64x4_epi64(v[k], 1));
+			}
+			// sums of the signed bytes: the bytes ^ 0x80 summed unsigned, less 32 * 128
+			const __m256 sum = _mm256_sub_ps(lane_sums8(_mm512_xor_si512(v[0], flip4), _mm512_xor_si512(v[1], flip4),
+								    _mm512_xor_si512(v[2], flip4), _mm512_xor_si512(v[3], flip4)),
+							 off);
+			_mm256_storeu_ps(ds + o, d8);
+			_mm256_storeu_ps(cw + o, _mm256_mul_ps(_mm256_mul_ps(c128, d8), sum));
+		}
+		for (; b < nb; b++) { // IQ4_NL and MXFP4 rows of a length not a multiple of 256
+			float d;
+			const uint8_t *qs = iq4_block_vnni(type, row, b, &d);
 			__m128i v = _mm_loadu_si128((const __m128i *)qs);
 			__m256i wq = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4));
 			_mm256_storeu_si256((__m256i *)(q + ((long)i * nb + b) * 32), wq);
-			// sum of the signed bytes: the bytes ^ 0x80 summed unsigned, less 32 * 128
 			__m256i sad = _mm256_sad_epu8(_mm256_xor_si256(wq, flip), _mm256_setzero_si256());
 			__m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
 			int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
