@@ -77,7 +77,8 @@
 //     block min the same way; Q6_K, whose scales cover
 //     16 columns, keeps two integer sums per block), 3-5 operations per 8
 //     vpdpbusd. Q8_0 quants are read in place; Q4_K and Q6_K rows are
-//     unpacked to bytes once per 4-row tile, for all tokens, and so are
+//     unpacked to bytes once per 16 rows, for all tokens (a super-block
+//     at a time in vectors, scales and block sums included), and so are
 //     Q4_0/Q4_1/Q5_0/Q5_1's (nibbles spread to column order, Q5's fifth
 //     bits from qh as a 32-bit byte mask, the -8/-16 offsets taken off) and the
 //     4-bit table types' (kern_iq4.c: each nibble looked up in the type's

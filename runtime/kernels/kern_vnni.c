@@ -317,8 +317,9 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 //     Q4_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
 //     (Q4_1 and Q5_1 alike, with ds = d and dm = -m)
 // (ds = d * scale, dm = dmin * min of the 32-column sub-block). Q8_0
-// quants are read in place from their blocks; Q4_K rows are unpacked to
-// bytes (and their scales decoded) once per 4-row tile, for all tokens.
+// quants are read in place from their blocks; Q4_K and Q6_K rows are
+// unpacked to bytes (and their scales decoded) once per LANE_ROWS rows, for
+// all tokens.
 // Packed panel layout, per 32-column block: 8 groups x 16 tokens x 4
 // bytes, then 16 floats dx and 16 floats S (0 for padding tokens, whose
 // bytes are 128, so they add nothing).
