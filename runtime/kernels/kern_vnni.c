@@ -926,8 +926,8 @@ static inline __attribute__((always_inline)) void k512_q4k_pair(const uint8_t *r
 	const __m512i ix23 = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32(0x0d0c0908), _mm512_set1_epi32(0x0f0e0b0a));
 	const uint8_t *row1 = row + rowBytes;
 	for (int sb = 0; sb < nsb; sb++) {
-		if (pf) // the pair four rows ahead, spread over this pair's super-blocks
-			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
+		if (pf) // the pair four rows ahead, spread over this pair's super-blocks, into L2 (KQ_FOR_PAIRS)
+			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T1);
 		const uint8_t *b0 = row + 144 * sb, *b1 = row1 + 144 * sb;
 		uint32_t h0, h1;
 		memcpy(&h0, b0, 4);
@@ -1001,8 +1001,8 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 	const __m512i dsel = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(1));
 	const uint8_t *row1 = row + rowBytes;
 	for (int sb = 0; sb < nsb; sb++) {
-		if (pf) // the pair four rows ahead, spread over this pair's super-blocks
-			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
+		if (pf) // the pair four rows ahead, spread over this pair's super-blocks, into L2 (KQ_FOR_PAIRS)
+			for (long o = ((long)sb * pb) & ~63L; o < (long)(sb + 1) * pb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T1);
 		const uint8_t *b0 = row + 210 * sb, *b1 = row1 + 210 * sb;
 		// row 0's 16 scales as words 0-15, row 1's as 16-31
 		const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu2_m128i((const __m128i *)(b1 + 192), (const __m128i *)(b0 + 192)));
@@ -1078,7 +1078,12 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 // a last odd row, for tokens t..t+NT-1, eight (ROW: four) tokens at a time, fetching
 // the next pair while this one is computed, as KQ_FOR_ROWS does: all of it
 // as the pair starts, or on Zen 4 (weft_kq_spread_fetch) the pair four rows
-// ahead, spread over the first token group's pass (pf).
+// ahead, spread over the first token group's pass (pf), into L2
+// (prefetcht1): with prefetcht0 the L1's few outstanding misses held one
+// token's Q6_K rows from memory to about 20 GB/s on two threads, with
+// prefetcht1 27-28 (machine D, matrices of the 1B preset's shapes, 24 of
+// them in turn; Q4_K, bound by its arithmetic there, was level; BENCHMARKS.md
+// §1b).
 #define KQ_FOR_PAIRS(PAIR, ROW)                                                                                          \
 	do {                                                                                                             \
 		const int spread = weft_kq_spread_fetch();                                                               \
