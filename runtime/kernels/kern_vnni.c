@@ -1083,7 +1083,7 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 // token's Q6_K rows from memory to about 20 GB/s on two threads, with
 // prefetcht1 27-28 (machine D, matrices of the 1B preset's shapes, 24 of
 // them in turn; Q4_K, bound by its arithmetic there, was level; BENCHMARKS.md
-// §1b).
+// §1, what bounds the CPU runtime).
 #define KQ_FOR_PAIRS(PAIR, ROW)                                                                                          \
 	do {                                                                                                             \
 		const int spread = weft_kq_spread_fetch();                                                               \
