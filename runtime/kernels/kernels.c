@@ -119,7 +119,7 @@ int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 
 // weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel
 // (weft_k512_matmul) fetches the pair four rows ahead a super-block's share
-// at a time, as the Q8_0 row kernel fetches its rows, rather than all of the
+// at a time, into L2 (KQ_FOR_PAIRS in kern_vnni.c), rather than all of the
 // next pair as a pair starts. AMD family 25 (Zen 4: the AVX-512 build runs
 // on no Zen 3) does: there, with the burst, the 1B preset's Q4_K_M decoded
 // one to four sequences 1.2-1.7x slower. Zen 5 and Intel keep the burst,
