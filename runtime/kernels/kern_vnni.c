@@ -95,7 +95,7 @@ static inline __attribute__((always_inline)) __m512 vnni_two_scales(const uint8_
 
 static inline __attribute__((always_inline)) void vnni_row(const int type, const uint8_t *row, int K, const int8_t *qx,
 							    const float *dxl, const float *xs4, float *out, long ldo,
-							    const uint8_t *pf, const int NT) {
+							    const uint8_t *pf, const int l2, const int NT) {
 	// two accumulators per token (scaled products, offsets) halve the
 	// loop-carried FMA chain
 	__m512 acc[8], accb[8];
@@ -106,7 +106,10 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 		const __m512i flip = _mm512_set1_epi8((char)0x80);
 		for (int col = 0; col < K; col += 64) {
 			const uint8_t *b0 = row + (col / 32) * 34, *b1 = b0 + 34;
-			if (pf) { // a row ahead, a chunk's bytes at a time (vnni_rows)
+			if (pf && l2) { // a row ahead, a chunk's bytes at a time (vnni_rows)
+				_mm_prefetch((const char *)pf + (col / 32) * 34, _MM_HINT_T1);
+				_mm_prefetch((const char *)pf + (col / 32) * 34 + 64, _MM_HINT_T1);
+			} else if (pf) {
 				_mm_prefetch((const char *)pf + (col / 32) * 34, _MM_HINT_T0);
 				_mm_prefetch((const char *)pf + (col / 32) * 34 + 64, _MM_HINT_T0);
 			}
@@ -231,7 +234,7 @@ int weft_vnni_ok(int type, int K) {
 static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
 							     int n, float *y, long ldy) {
-	const int K4 = K / 4;
+	const int K4 = K / 4, l2 = type == 8 && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
 		// Fetch the row after next while this one is computed (within the
@@ -247,7 +250,8 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// preset) are too close for memory's latency (1B preset Q8_0,
 		// decode of one sequence, machine A, three alternating rounds:
 		// 27.6-31.7 tokens/s with the burst, 35.8-36.9 spread 4 rows ahead,
-		// 26.9-31.2 at 7 rows).
+		// 26.9-31.2 at 7 rows). On Zen 4 (weft_fetch_l2), for rows of at
+		// least WEFT_FETCH_L2_BYTES, into L2.
 		const uint8_t *pf = type == 8 && r + 4 < r1 ? row + 4 * rowBytes : 0;
 		if (type != 8 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
@@ -255,13 +259,13 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
 		// unpack, runs faster with 4)
 		for (; type >= 12 && t + 8 <= n; t += 8)
-			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 8);
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, l2, 8);
 		for (; t + 4 <= n; t += 4)
-			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 4);
+			vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, l2, 4);
 		switch (n - t) {
-		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 1); break;
-		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 2); break;
-		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, 3); break;
+		case 1: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, l2, 1); break;
+		case 2: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, l2, 2); break;
+		case 3: vnni_row(type, row, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, y + t * ldy + r, ldy, t ? 0 : pf, l2, 3); break;
 		}
 	}
 }

@@ -244,6 +244,11 @@ int weft_tile_rows(int K, int n);
 // in place a row at a time, without software prefetch, for one or two
 // tokens.
 int weft_one_row_reads(void);
+// weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
+// fetches the row ahead into L2 rather than L1, when the caller's rows
+// hold at least WEFT_FETCH_L2_BYTES.
+int weft_fetch_l2(void);
+#define WEFT_FETCH_L2_BYTES (1L << 20)
 // weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel spreads
 // its fetch of the rows ahead over a pair's super-blocks.
 int weft_kq_spread_fetch(void);
