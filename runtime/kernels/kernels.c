@@ -122,11 +122,11 @@ int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 // chunk of rows of at least WEFT_FETCH_L2_BYTES. AMD family 25 (Zen 4)
 // does, as its K-quant pair kernel does (weft_kq_spread_fetch): into L1
 // every line in flight holds one of the L1's few miss buffers. Machine D,
-// two threads: the 1B preset's Q8_0 matrices (chunks of 0.3-4.4 MB) read
-// 20-30 % faster for one token and 10-15 % for two into L2, and its decode
-// of one sequence ran 8-40 % faster; synth-110m's (chunks of 0.15-0.4 MB)
-// read level in a kernel benchmark but its decode ran 5-15 % slower
-// (cause not found), hence the floor. Zen 5 and Intel keep L1, which was
+// two threads: the 1B preset's Q8_0 matrices read about 25 % faster for
+// one token and 10 % for two into L2, and its decode of one sequence ran
+// 4-46 % faster; synth-110m's (chunks of 0.15-0.4 MB) read level in a
+// kernel benchmark but its decode ran 5-20 % slower (cause not found),
+// hence the floor. Zen 5 and Intel keep L1, which was
 // not measured against L2 there. The figures: BENCHMARKS.md §1 (what
 // bounds the CPU runtime).
 int weft_fetch_l2(void) { return weft_amd_family() == 0x19; }
