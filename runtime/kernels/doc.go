@@ -101,7 +101,8 @@
 //     is unpacked once per 4 tokens (8 for the K-quants, whose unpacking
 //     costs more). For one token the row after next is prefetched; for
 //     Q8_0 the row four ahead, a chunk at a time through the first pass
-//     over the current row.
+//     over the current row (on Zen 4 into L2 when the caller's rows hold
+//     1 MiB or more: weft_fetch_l2).
 //     IQ4_NL and MXFP4 (kern_iq4.c) add 256 columns in integers, take 4
 //     rows at a time for one token (2 for two) and end the tile's sums in
 //     one transposing horizontal sum; on CPUs with AVX-512 VBMI each
