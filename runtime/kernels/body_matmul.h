@@ -101,7 +101,8 @@ static inline __attribute__((always_inline)) FN(vf) FN(reduce)(FN(vf) *a, const 
 // micro computes y[j*ldy + i] = sum_k w[i*ldw + k] * x[j*ldx + k] for
 // i < MR, j < NR; always inlined with constant MR, NR so the accumulators
 // live in registers. pf: the rows after these may be prefetched (4 rows:
-// the next 4; 2 rows, the pair read of 2 tokens: rows 4 and 5).
+// the next 4; 2 rows, the pair read of 2 tokens: rows 4 and 5; one row,
+// the one-row read: pf is the distance in bytes, fetched into L2).
 static inline __attribute__((always_inline)) void FN(micro)(const void *w, long ldw, const float *x, long ldx, int K,
 							     float *y, long ldy, const int MR, const int NR, const int WH, int pf) {
 	FN(vf) acc[4][NRMAX];
@@ -111,6 +112,8 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 	for (; k + VW <= K; k += VW) {
 		FN(vf) xv[NRMAX];
 		for (int j = 0; j < NR; j++) xv[j] = FN(ld)(x + j * ldx + k);
+		if (MR == 1 && NR <= 2 && pf && ((k * (WH ? 2 : 4)) & 63) == 0) // the one-row read, a line per line
+			__builtin_prefetch((const char *)w + k * (WH ? 2 : 4) + pf, 0, 2);
 		if (MR == 2 && pf && ((k * (WH ? 2 : 4)) & 63) == 0) // the pair read of 2 tokens: the pair after next, a line per line
 			for (int i = 4; i < 6; i++) __builtin_prefetch((const char *)w + (i * ldw + k) * (WH ? 2 : 4), 0, 3);
 		for (int i = 0; i < MR; i++) {
@@ -150,13 +153,14 @@ static inline __attribute__((always_inline)) void FN(micro)(const void *w, long 
 #define WOFF(i) (WH ? (const void *)((const uint16_t *)w + (i) * ldw) : (const void *)((const float *)w + (i) * ldw))
 // block multiplies rows [0, m) of the f32 tile w (row stride ldw) with all n
 // tokens of x, writing y (token stride ldy).
-// pf: how many rows from w on may be prefetched (0 for a tile). When w is
+// pf: how many rows from w on may be prefetched (0 for a tile); fd: the
+// one-row read's fetch distance in bytes (0 for none). When w is
 // the weight matrix itself, streamed from memory, the 4-row micro-kernel
 // prefetches the next 4 rows, as far as the caller's row range goes: past
 // a tile's end the addresses may be unmapped, and such prefetches can cost
 // more than the product (BENCHMARKS.md §1).
 static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y,
-							      long ldy, const int WH, int pf) {
+							      long ldy, const int WH, int pf, int fd) {
 	int j = 0;
 	if (pf && n <= 2) {
 		// Weights streamed from memory for one or two tokens: two adjacent
@@ -172,17 +176,20 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		// the next pair is prefetched: for one token all of it as the pair
 		// starts, for two (twice the work per byte) line by line, four
 		// rows ahead (the figures: BENCHMARKS.md §1, what bounds decode).
-		// Zen 4 (weft_one_row_reads) reads them faster a row at a time
-		// with no software prefetch.
+		// Zen 4 (weft_one_row_reads) reads them faster a row at a time,
+		// with no software prefetch, or, in the caller's chunks of
+		// WEFT_FETCH_L2_BYTES or more (fd, weft_fetch_l2), fetching the
+		// bytes fd ahead into L2 as it goes, within the caller's rows.
 		int i = 0;
+		const long rowb = (long)ldw * (WH ? 2 : 4);
 		if (VW >= 8 && weft_one_row_reads()) {
 			for (; i < m; i++) {
-				if (n == 1) FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 1, WH, 0);
-				else FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 2, WH, 0);
+				const int d = fd && (long)(i + 1) * rowb + fd <= (long)pf * rowb ? fd : 0;
+				if (n == 1) FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 1, WH, d);
+				else FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 1, 2, WH, d);
 			}
 			return;
 		}
-		const long rowb = (long)ldw * (WH ? 2 : 4);
 		for (; i + 2 <= m; i += 2) {
 			if (n == 1) {
 				if (i + 4 <= pf)
@@ -234,13 +241,15 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 
 #undef WOFF
 
-static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf) {
-	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 0, pf);
+static void FN(block)(const float *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf,
+		      int fd) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 0, pf, fd);
 }
 
 #if defined(HAVE_F16C)
-static void FN(blockh)(const uint16_t *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf) {
-	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 1, pf);
+static void FN(blockh)(const uint16_t *w, long ldw, int m, const float *x, long ldx, int n, int K, float *y, long ldy, int pf,
+		       int fd) {
+	FN(blockt)(w, ldw, m, x, ldx, n, K, y, ldy, 1, pf, fd);
 }
 #endif
 
@@ -670,11 +679,13 @@ static int FN(uses_gemm)(int type, int K, int n) {
 int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, int nsel,
 		      float *y, long ldy) {
 	if (FN(uses_gemm)(type, K, nsel)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
+	// the one-row read's fetch into L2 (blockt), for chunks of 1 MiB or more
+	const int fd = (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES && weft_fetch_l2() ? WEFT_ONE_ROW_FETCH : 0;
 #if defined(HAVE_F16C)
 	if (type == 1 && (VW != 8 || nsel < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
-			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r);
+			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r, fd);
 		}
 		return 0;
 	}
@@ -682,7 +693,7 @@ int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1
 	if (type == 0) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
-			FN(block)((const float *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r);
+			FN(block)((const float *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r, fd);
 		}
 		return 0;
 	}
@@ -694,7 +705,7 @@ int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1
 	for (int r = r0; r < r1; r += rb) {
 		int m = r1 - r < rb ? r1 - r : rb;
 		for (int i = 0; i < m; i++) dq(w + (long)(r + i) * rowBytes, tile + (long)i * K, K);
-		FN(block)(tile, K, m, x, K, n, K, y + r, ldy, 0);
+		FN(block)(tile, K, m, x, K, n, K, y + r, ldy, 0, 0);
 	}
 	return 0;
 }

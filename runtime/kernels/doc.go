@@ -142,9 +142,11 @@
 //     interleaved rows) with two independent FMA chains (one chain can
 //     bound the read below memory's rate), with the same sums, and the
 //     next pair is prefetched while one is computed; on AMD family 25
-//     (Zen 4) a row at a time with no software prefetch, which its
-//     hardware prefetchers stream faster (weft_one_row_reads). The 16 (or 4)
-//     accumulators are reduced together by a shuffle-add tree (AVX-512),
+//     (Zen 4) a row at a time, which its hardware prefetchers stream
+//     faster (weft_one_row_reads), with no software prefetch but, in
+//     chunks of 1 MiB or more, a fetch 8 KiB ahead into L2
+//     (weft_fetch_l2). The 16 (or 4) accumulators are reduced together
+//     by a shuffle-add tree (AVX-512),
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.

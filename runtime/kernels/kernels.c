@@ -108,8 +108,8 @@ static int weft_f16_gemm_from(int K) {
 
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
 // in place (F16, F32) for one or two tokens a row at a time, with no
-// software prefetch, rather than two adjacent rows at a time with the next
-// ones prefetched. AMD family 25 does: on Zen 4 its hardware prefetchers
+// software prefetch (but weft_fetch_l2's in large chunks), rather than two
+// adjacent rows at a time with the next ones prefetched. AMD family 25 does: on Zen 4 its hardware prefetchers
 // follow one row's stream best, and the pair read with its prefetch
 // decoded F16 slower in both builds (Zen 3, the same family, was not
 // measured). Zen 5 and Intel keep the pair read, which on Zen 5 was the
@@ -118,17 +118,21 @@ static int weft_f16_gemm_from(int K) {
 int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 
 // weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
-// fetches the row four ahead into L2 (prefetcht1) rather than L1, for a
-// chunk of rows of at least WEFT_FETCH_L2_BYTES. AMD family 25 (Zen 4)
-// does, as its K-quant pair kernel does (weft_kq_spread_fetch): into L1
-// every line in flight holds one of the L1's few miss buffers. Machine D,
-// two threads: the 1B preset's Q8_0 matrices read about 25 % faster for
-// one token and 10 % for two into L2, and its decode of one sequence ran
-// 4-46 % faster; synth-110m's (chunks of 0.15-0.4 MB) read level in a
-// kernel benchmark but its decode ran 5-20 % slower (cause not found),
-// hence the floor. Zen 5 and Intel keep L1, which was
-// not measured against L2 there. The figures: BENCHMARKS.md §1 (what
-// bounds the CPU runtime).
+// fetches the row four ahead into L2 (prefetcht1) rather than L1, and the
+// one-row read of F16 and F32 weights (body_matmul.h's blockt,
+// weft_one_row_reads) fetches WEFT_ONE_ROW_FETCH bytes ahead into L2 where
+// it fetched nothing, for a chunk of rows of at least WEFT_FETCH_L2_BYTES.
+// AMD family 25 (Zen 4) does, as its K-quant pair kernel does
+// (weft_kq_spread_fetch): into L1 every line in flight holds one of the
+// L1's few miss buffers. Machine D, two threads, the 1B preset's matrices:
+// Q8_0 read about 25 % faster for one token and 10 % for two into L2, F16
+// 10-15 % faster with the fetch, and the decode of one sequence ran 4-46 %
+// (Q8_0) and about 14 % (F16, on average) faster. synth-110m's smaller
+// chunks (0.15-0.8 MB) read level in a kernel benchmark, but its Q8_0
+// decode ran 5-20 % slower into L2 and its F16 decode lower with the fetch
+// (cause not found), hence the floor. Zen 5 and Intel keep their fetches,
+// which were not measured against these there. The figures: BENCHMARKS.md
+// §1 (what bounds the CPU runtime).
 int weft_fetch_l2(void) { return weft_amd_family() == 0x19; }
 
 // weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel

@@ -241,14 +241,16 @@ int weft_gemm_pays(int type, int K, int n);
 int weft_gemm_short_rows(int K, int n);
 int weft_tile_rows(int K, int n);
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
-// in place a row at a time, without software prefetch, for one or two
-// tokens.
+// in place a row at a time, without software prefetch but weft_fetch_l2's,
+// for one or two tokens.
 int weft_one_row_reads(void);
 // weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
-// fetches the row ahead into L2 rather than L1, when the caller's rows
-// hold at least WEFT_FETCH_L2_BYTES.
+// fetches the row ahead into L2 rather than L1, and the one-row read
+// (body_matmul.h's blockt) fetches WEFT_ONE_ROW_FETCH bytes ahead into L2,
+// when the caller's rows hold at least WEFT_FETCH_L2_BYTES.
 int weft_fetch_l2(void);
 #define WEFT_FETCH_L2_BYTES (1L << 20)
+#define WEFT_ONE_ROW_FETCH 8192
 // weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel spreads
 // its fetch of the rows ahead over a pair's super-blocks.
 int weft_kq_spread_fetch(void);
