@@ -250,8 +250,8 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// preset) are too close for memory's latency (1B preset Q8_0,
 		// decode of one sequence, machine A, three alternating rounds:
 		// 27.6-31.7 tokens/s with the burst, 35.8-36.9 spread 4 rows ahead,
-		// 26.9-31.2 at 7 rows). On Zen 4 (weft_fetch_l2), for rows of at
-		// least WEFT_FETCH_L2_BYTES, into L2.
+		// 26.9-31.2 at 7 rows). On Zen 4 (weft_fetch_l2), in chunks of
+		// WEFT_FETCH_L2_BYTES or more, into L2.
 		const uint8_t *pf = type == 8 && r + 4 < r1 ? row + 4 * rowBytes : 0;
 		if (type != 8 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;

@@ -109,10 +109,10 @@ static int weft_f16_gemm_from(int K) {
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
 // in place (F16, F32) for one or two tokens a row at a time, with no
 // software prefetch (but weft_fetch_l2's in large chunks), rather than two
-// adjacent rows at a time with the next ones prefetched. AMD family 25 does: on Zen 4 its hardware prefetchers
-// follow one row's stream best, and the pair read with its prefetch
-// decoded F16 slower in both builds (Zen 3, the same family, was not
-// measured). Zen 5 and Intel keep the pair read, which on Zen 5 was the
+// adjacent rows at a time with the next ones prefetched. AMD family 25
+// does: on Zen 4 its hardware prefetchers follow one row's stream best,
+// and the pair read with its prefetch decoded F16 slower in both builds
+// (Zen 3, the same family, was not measured). Zen 5 and Intel keep the pair read, which on Zen 5 was the
 // faster one. The sums are the same bits either way. The figures:
 // BENCHMARKS.md §1 (what bounds the CPU runtime).
 int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
