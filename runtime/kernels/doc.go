@@ -102,11 +102,13 @@
 //     costs more). For one token the row after next is prefetched; for
 //     Q8_0 the row four ahead, a chunk at a time through the first pass
 //     over the current row (on Zen 4 into L2 when the caller's rows hold
-//     1 MiB or more: weft_fetch_l2).
+//     1 MiB or more: weft_fetch_l2, which moves Q4_0, Q4_1, Q5_0 and Q5_1
+//     to the same fetch).
 //     IQ4_NL and MXFP4 (kern_iq4.c) add 256 columns in integers, take 4
 //     rows at a time for one token (2 for two) and end the tile's sums in
 //     one transposing horizontal sum; on CPUs with AVX-512 VBMI each
-//     256-column group is loaded by three 64-byte loads and vpermi2b.
+//     256-column group is loaded by three 64-byte loads and vpermi2b. The
+//     tile after next is prefetched (on Zen 4 into L2: weft_fetch_l2).
 //   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
 //     Q4_K/Q6_K/IQ4_XS below the lane GEMM (24 tokens, 11 on Zen 4; IQ4_XS 8) on AVX-512 VNNI too

@@ -124,6 +124,8 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 	} else if (type == 2) { // Q4_0
 		for (int col = 0; col < K; col += 64) {
 			const uint8_t *b0 = row + (col / 32) * 18, *b1 = b0 + 18;
+			if (pf) // the row four ahead into L2 (vnni_rows: only under l2)
+				_mm_prefetch((const char *)pf + (col / 32) * 18, _MM_HINT_T1);
 			// [q0, q0, q1, q1], odd 128-bit lanes shifted to their high nibbles
 			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + 2)));
 			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + 2)));
@@ -136,6 +138,8 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 		const int bsz = type == 3 ? 20 : type == 6 ? 22 : 24, qoff = type == 3 ? 4 : type == 6 ? 6 : 8;
 		for (int col = 0; col < K; col += 64) {
 			const uint8_t *b0 = row + (col / 32) * bsz, *b1 = b0 + bsz;
+			if (pf) // as Q4_0's: 2 * bsz < 64 bytes a step, so no line is skipped
+				_mm_prefetch((const char *)pf + (col / 32) * bsz, _MM_HINT_T1);
 			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + qoff)));
 			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + qoff)));
 			__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
@@ -234,7 +238,8 @@ int weft_vnni_ok(int type, int K) {
 static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
 							     int n, float *y, long ldy) {
-	const int K4 = K / 4, l2 = type == 8 && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
+	const int K4 = K / 4, l2 = type < 12 && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
+	const int spread = type == 8 || l2; // Q8_0, and Q4_0/Q4_1/Q5_0/Q5_1 under l2
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
 		// Fetch the row after next while this one is computed (within the
@@ -251,9 +256,12 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// decode of one sequence, machine A, three alternating rounds:
 		// 27.6-31.7 tokens/s with the burst, 35.8-36.9 spread 4 rows ahead,
 		// 26.9-31.2 at 7 rows). On Zen 4 (weft_fetch_l2), in chunks of
-		// WEFT_FETCH_L2_BYTES or more, into L2.
-		const uint8_t *pf = type == 8 && r + 4 < r1 ? row + 4 * rowBytes : 0;
-		if (type != 8 && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
+		// WEFT_FETCH_L2_BYTES or more, into L2, and so do Q4_0, Q4_1, Q5_0
+		// and Q5_1 there (the 1B preset in Q4_0, decode of one sequence,
+		// machine D: 35.8-38.2 tokens/s with the burst, 44.5-46.4 spread
+		// into L2); elsewhere they keep the burst.
+		const uint8_t *pf = spread && r + 4 < r1 ? row + 4 * rowBytes : 0;
+		if (!spread && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		// K-quants: 8 tokens per pass over the row (16 accumulators), so
 		// their costlier unpacking is shared by more tokens (Q8_0, cheap to
