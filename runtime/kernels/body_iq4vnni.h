@@ -1,5 +1,5 @@
 // body_iq4vnni.h: a fragment of kern_iq4.c, the AVX-512 VNNI row kernel of
-// IQ4_NL and MXFP4, included once per way of loading a 256-column group:
+// IQ4_NL, MXFP4 and Q4_0, included once per way of loading a 256-column group:
 // IQ4V(name) gives each copy's names, IQ4V_VBMI (0 or 1) says whether the
 // group's bytes come in by byte permutes (AVX-512 VBMI, iq4_group_vbmi) or
 // by 16-byte lane loads and the scales read byte by byte (iq4_scales8,
@@ -10,7 +10,9 @@
 // R * NT <= 4, on weft_vnni_prep's layout; qx, dxl, xs4, grp point at the
 // first token (strides K, K/4, K/4, WEFT_GRP_FLOATS * (K/256)), and
 // out[t * ldo + i] receives row i's product with token t. ix holds
-// iq4_group_vbmi's byte indices (IQ4V_VBMI only).
+// iq4_group_vbmi's byte indices (IQ4V_VBMI only). Unless pf is NULL, group
+// g also fetches bytes [g * pfb, (g + 1) * pfb) of pf into L2, below
+// R * rowBytes (iq4_rows: the tile after next).
 //   - Each 256 columns (8 blocks): per half (4 blocks, one a 128-bit
 //     lane) the low and high nibbles' values go through two chained
 //     vpdpbusd, against grp's reordered activations, so each lane holds
@@ -28,13 +30,16 @@
 static inline __attribute__((always_inline)) void IQ4V(iq4_tile)(const int type, const uint8_t *row, long rowBytes, int K,
 								 const int8_t *qx, const float *dxl, const float *xs4,
 								 const float *grp, __m512i tbl, const __m512i *ix, float *out,
-								 long ldo, const int R, const int NT) {
+								 long ldo, const int R, const int NT, const uint8_t *pf, long pfb) {
 	__m512 acc[4], accb[4]; // [i * NT + t]: scaled products, offsets (two FMA chains)
 	for (int j = 0; j < R * NT; j++) acc[j] = accb[j] = _mm512_setzero_ps();
 	const int K4 = K / 4, G = K / 256, KG = WEFT_GRP_FLOATS * G;
 	const int bs = type == 39 ? 17 : 18, hb = type == 39 ? 1 : 2;
 	(void)ix, (void)hb;
 	for (int g = 0; g < G; g++) {
+		if (pf)
+			for (long o = ((long)g * pfb) & ~63L; o < (long)(g + 1) * pfb && o < R * rowBytes; o += 64)
+				_mm_prefetch((const char *)pf + o, _MM_HINT_T1);
 		for (int i = 0; i < R; i++) {
 			const uint8_t *rg = row + i * rowBytes + 8 * bs * g;
 			__m512 ws;
@@ -101,11 +106,13 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_tile)(const int type,
 // iq4_rows: rows [r0, r1) times n tokens. One or two tokens go 4 or 2
 // rows at a time, more one row and 4 tokens at a time, then the 1-3 left.
 // The tile after next is fetched while this one is computed (within the
-// caller's rows; kern_vnni.c's vnni_rows says why): for one or two tokens
-// on Zen 4 (weft_fetch_l2) into L2, whatever the chunk (gptoss-1.5b in
-// MXFP4_MOE, whose experts are 0.56 MB each, decode of one sequence on
-// machine D: 141-153 tokens/s into L1, 152-172 into L2; synth-110m in
-// IQ4_NL level), else into L1.
+// caller's rows; kern_vnni.c's vnni_rows says why): into L1 in a burst
+// as the tile starts, or, for one or two tokens on Zen 4 (weft_fetch_l2),
+// into L2 a group's share at a time, whatever the chunk (machine D, decode
+// of one sequence: the 1B preset in Q4_0 38.0-42.3 tokens/s with the
+// burst, 48.4-66.9 spread; gptoss-1.5b in MXFP4_MOE, whose experts are
+// 0.56 MB each, 141-153 with the burst, 163-177 spread; synth-110m in
+// Q4_0 and IQ4_NL level or faster).
 static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type, const uint8_t *w, long rowBytes, int K,
 								 int r0, int r1, const int8_t *qx, const float *dxl,
 								 const float *xs4, const float *grp, int n, float *y, long ldy) {
@@ -117,13 +124,14 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type,
 #endif
 #define IQ4_TILE(R, NT)                                                                                                  \
 	IQ4V(iq4_tile)(type, row, rowBytes, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * KG, \
-		       tbl, ix, y + t * ldy + r, ldy, R, NT)
+		       tbl, ix, y + t * ldy + r, ldy, R, NT, pf, pfb)
 	if (n <= 2) {
-		const int R = n == 1 ? 4 : 2, t = 0, l2 = weft_fetch_l2();
+		const int R = n == 1 ? 4 : 2, t = 0, G = K / 256, spread = G > 0 && weft_fetch_l2();
 		int r = r0;
 		for (; r + R <= r1; r += R) {
-			const uint8_t *row = w + (long)r * rowBytes;
-			if (r + 3 * R <= r1 && l2) kq_prefetch_l2(row + 2 * R * rowBytes, R * rowBytes);
+			const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
+			const long pfb = spread ? (R * rowBytes + G - 1) / G : 0;
+			if (r + 3 * R <= r1 && spread) pf = row + 2 * R * rowBytes;
 			else if (r + 3 * R <= r1) kq_prefetch(row + 2 * R * rowBytes, R * rowBytes);
 			if (n == 1)
 				IQ4_TILE(4, 1);
@@ -131,7 +139,8 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type,
 				IQ4_TILE(2, 2);
 		}
 		for (; r < r1; r++) {
-			const uint8_t *row = w + (long)r * rowBytes;
+			const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
+			const long pfb = 0;
 			if (n == 1)
 				IQ4_TILE(1, 1);
 			else
@@ -140,7 +149,8 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type,
 		return;
 	}
 	for (int r = r0; r < r1; r++) {
-		const uint8_t *row = w + (long)r * rowBytes;
+		const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
+		const long pfb = 0;
 		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
 		for (; t + 4 <= n; t += 4) IQ4_TILE(1, 4);
@@ -153,12 +163,14 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type,
 #undef IQ4_TILE
 }
 
-// iq4_matmul: weft_iq4_vnni_matmul's work, type 20 (IQ4_NL) or 39 (MXFP4),
-// each type compiled with its layout constant.
+// iq4_matmul: weft_iq4_vnni_matmul's work, type 20 (IQ4_NL), 2 (Q4_0) or
+// 39 (MXFP4), each type compiled with its layout constant.
 static void IQ4V(iq4_matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx,
 			     const float *dxl, const float *xs4, const float *grp, int n, float *y, long ldy) {
 	if (type == 20)
 		IQ4V(iq4_rows)(20, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
+	else if (type == 2)
+		IQ4V(iq4_rows)(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	else
 		IQ4V(iq4_rows)(39, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 }

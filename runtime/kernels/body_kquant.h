@@ -46,11 +46,6 @@ static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *p, 
 	for (long off = 0; off < bytes; off += 64) _mm_prefetch((const char *)(p + off), _MM_HINT_T0);
 }
 
-// kq_prefetch_l2 asks for them into L2 (prefetcht1).
-static inline __attribute__((always_inline)) void kq_prefetch_l2(const uint8_t *p, long bytes) {
-	for (long off = 0; off < bytes; off += 64) _mm_prefetch((const char *)(p + off), _MM_HINT_T1);
-}
-
 // KQ_FOR_ROWS runs ROW(NT) for rows [r0, r1) of w and tokens t..t+NT-1, four
 // tokens at a time (row, r and t in scope). It fetches the row after next
 // while this one is computed (within the caller's rows only), for any token

@@ -14,12 +14,12 @@ import (
 	"github.com/weft-inference/weft/runtime/quant"
 )
 
-// TestIQ4RowKernelSameBits: the IQ4_NL / MXFP4 VNNI row kernel gives the
-// same bits (a) whether a row is summed in a tile of 4 or 2 rows beside
-// others or alone, and (b) whether its groups are loaded by AVX-512 VBMI
-// byte permutes or by lane loads, for row counts that leave tails, widths
-// with and without columns past the last 256, and the token counts of the
-// row kernel.
+// TestIQ4RowKernelSameBits: the IQ4_NL / MXFP4 / Q4_0 VNNI row kernel
+// gives the same bits (a) whether a row is summed in a tile of 4 or 2
+// rows beside others or alone, and (b) whether its groups are loaded by
+// AVX-512 VBMI byte permutes or by lane loads, for row counts that leave
+// tails, widths with and without columns past the last 256, and the token
+// counts of the row kernel.
 func TestIQ4RowKernelSameBits(t *testing.T) {
 	if bestISA() < isaVNNI {
 		t.Skipf("kernel set %v: no AVX-512 VNNI row kernel here", bestISA())
@@ -33,7 +33,7 @@ func TestIQ4RowKernelSameBits(t *testing.T) {
 	} else {
 		t.Logf("this CPU has no AVX-512 VBMI: only the lane loads are compared (tiles against single rows)")
 	}
-	for _, typ := range []gguf.Type{gguf.TypeIQ4_NL, gguf.TypeMXFP4} {
+	for _, typ := range []gguf.Type{gguf.TypeIQ4_NL, gguf.TypeMXFP4, gguf.TypeQ4_0} {
 		for _, sh := range [][2]int{{1, 256}, {6, 320}, {37, 1024}, {130, 768}, {9, 2880}} {
 			rows, cols := sh[0], sh[1]
 			rng := rand.New(rand.NewPCG(uint64(typ), uint64(rows*cols)))

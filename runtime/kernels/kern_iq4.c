@@ -99,11 +99,12 @@ void weft_iq4_set_vbmi(int on) { __atomic_store_n(&weft_iq4_vbmi, on, __ATOMIC_R
 IQ4_BLOCK(_avx2)
 
 // iq4_table: type's 16 values (plus off: 0, or 128 for vpdpbusd), the
-// table a byte shuffle looks the indices up in.
+// table a byte shuffle looks the indices up in. Q4_0 (type 2, on the VNNI
+// row kernel only) has the values -8..7.
 static inline __attribute__((always_inline)) __m128i iq4_table(const int type, int off) {
 	const int8_t *v = type == 39 ? weft_mxfp4_values : weft_iq4_values;
 	int8_t t[16];
-	for (int i = 0; i < 16; i++) t[i] = (int8_t)(v[i] + off);
+	for (int i = 0; i < 16; i++) t[i] = (int8_t)((type == 2 ? i - 8 : v[i]) + off);
 	return _mm_loadu_si128((const __m128i *)t);
 }
 
@@ -400,12 +401,14 @@ static inline __attribute__((always_inline)) void iq4_group_vbmi(const int type,
 #undef IQ4V_VBMI
 #pragma GCC pop_options
 
-// weft_iq4_vnni_matmul: rows [r0, r1) of an IQ4_NL or MXFP4 product for n
-// tokens on weft_vnni_prep's activations (qx, dxl, xs4, grp). IQ4_XS takes
-// weft_iq4xs_i8k_matmul below the lane GEMM.
+// weft_iq4_vnni_matmul: rows [r0, r1) of an IQ4_NL, MXFP4 or Q4_0 product
+// for n tokens on weft_vnni_prep's activations (qx, dxl, xs4, grp). IQ4_XS
+// takes weft_iq4xs_i8k_matmul below the lane GEMM. Q4_0's blocks are laid
+// out as IQ4_NL's (an f16 scale, then 16 bytes of 4-bit indices, the low
+// nibbles the first 16 columns); its values are q - 8 (iq4_table).
 int weft_iq4_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const int8_t *qx, const float *dxl,
 			 const float *xs4, const float *grp, int n, float *y, long ldy) {
-	if (type == 23 || !weft_iq4_ok(type, K, 64)) return WEFT_EUNSUPPORTED;
+	if (type == 23 || (type == 2 ? K % 64 != 0 : !weft_iq4_ok(type, K, 64))) return WEFT_EUNSUPPORTED;
 	if (__atomic_load_n(&weft_iq4_vbmi, __ATOMIC_RELAXED))
 		iq4_matmul_vbmi(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, grp, n, y, ldy);
 	else

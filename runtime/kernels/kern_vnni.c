@@ -8,10 +8,12 @@
 // float result is
 //     acc += float(S) * (ws * dx) + woff * xsum4
 // where ws is the weight scale of the lane's group, woff the weight offset
-// (-8d for Q4_0, -16d for Q5_0, the block's min m for Q4_1 and Q5_1,
-// -128d for Q8_0 stored +128, -32d*sc for Q6_K, -dmin*m for Q4_K and Q5_K)
-// and xsum4 = dx * (sum of the 4 quantized activations), so both terms see
-// the same rounded activations, as llama.cpp's block sums do.
+// (-16d for Q5_0, the block's min m for Q4_1 and Q5_1, -128d for Q8_0
+// stored +128, -32d*sc for Q6_K, -dmin*m for Q4_K and Q5_K) and xsum4 =
+// dx * (sum of the 4 quantized activations), so both terms see the same
+// rounded activations, as llama.cpp's block sums do. Q4_0 takes
+// kern_iq4.c's row kernel instead, as IQ4_NL with the values -8..7: it
+// sums 8 blocks in integers before one conversion and FMA per token.
 
 #include <string.h>
 
@@ -121,24 +123,11 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-128.0f));
 			VNNI_ACC(NT)
 		}
-	} else if (type == 2) { // Q4_0
-		for (int col = 0; col < K; col += 64) {
-			const uint8_t *b0 = row + (col / 32) * 18, *b1 = b0 + 18;
-			if (pf) // the row four ahead into L2 (vnni_rows: only under l2)
-				_mm_prefetch((const char *)pf + (col / 32) * 18, _MM_HINT_T1);
-			// [q0, q0, q1, q1], odd 128-bit lanes shifted to their high nibbles
-			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + 2)));
-			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + 2)));
-			__m512i wq = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xff00ff00u, q, 4), _mm512_set1_epi8(0x0f));
-			__m512 ws = vnni_two_scales(b0, b1);
-			__m512 woff = _mm512_mul_ps(ws, _mm512_set1_ps(-8.0f));
-			VNNI_ACC(NT)
-		}
 	} else if (type == 3 || type == 6 || type == 7) { // Q4_1, Q5_0, Q5_1: unsigned quants, 4 or 5 bits
 		const int bsz = type == 3 ? 20 : type == 6 ? 22 : 24, qoff = type == 3 ? 4 : type == 6 ? 6 : 8;
 		for (int col = 0; col < K; col += 64) {
 			const uint8_t *b0 = row + (col / 32) * bsz, *b1 = b0 + bsz;
-			if (pf) // as Q4_0's: 2 * bsz < 64 bytes a step, so no line is skipped
+			if (pf) // the row four ahead into L2 (vnni_rows: only under l2); 2 * bsz < 64 bytes a step
 				_mm_prefetch((const char *)pf + (col / 32) * bsz, _MM_HINT_T1);
 			__m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + qoff)));
 			q = _mm512_mask_broadcast_i32x4(q, 0xff00, _mm_loadu_si128((const __m128i *)(b1 + qoff)));
@@ -239,7 +228,7 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
 							     int n, float *y, long ldy) {
 	const int K4 = K / 4, l2 = type < 12 && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
-	const int spread = type == 8 || l2; // Q8_0, and Q4_0/Q4_1/Q5_0/Q5_1 under l2
+	const int spread = type == 8 || l2; // Q8_0, and Q4_1/Q5_0/Q5_1 under l2
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
 		// Fetch the row after next while this one is computed (within the
@@ -256,10 +245,10 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// decode of one sequence, machine A, three alternating rounds:
 		// 27.6-31.7 tokens/s with the burst, 35.8-36.9 spread 4 rows ahead,
 		// 26.9-31.2 at 7 rows). On Zen 4 (weft_fetch_l2), in chunks of
-		// WEFT_FETCH_L2_BYTES or more, into L2, and so do Q4_0, Q4_1, Q5_0
-		// and Q5_1 there (the 1B preset in Q4_0, decode of one sequence,
-		// machine D: 35.8-38.2 tokens/s with the burst, 44.5-46.4 spread
-		// into L2); elsewhere they keep the burst.
+		// WEFT_FETCH_L2_BYTES or more, into L2, and so do Q4_1, Q5_0 and
+		// Q5_1 there (the 1B preset in Q4_0, when it took this loop, decode
+		// of one sequence on machine D: 35.8-38.2 tokens/s with the burst,
+		// 44.5-46.4 spread into L2); elsewhere they keep the burst.
 		const uint8_t *pf = spread && r + 4 < r1 ? row + 4 * rowBytes : 0;
 		if (!spread && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
@@ -302,14 +291,13 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	float *dxl = scr + (long)n * K / 4, *xs4 = dxl + (long)n * K4;
 	switch (type) { // specialize vnni_rows per type
 	case 8: vnni_rows(8, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	case 2: vnni_rows(2, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 3: vnni_rows(3, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 6: vnni_rows(6, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 7: vnni_rows(7, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 12: vnni_rows(12, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 13: vnni_rows(13, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
 	case 14: vnni_rows(14, w, rowBytes, K, r0, r1, qx, dxl, xs4, n, y, ldy); break;
-	default: // kern_iq4.c
+	default: // kern_iq4.c: IQ4_NL, MXFP4, and Q4_0 as IQ4_NL with the values -8..7
 		return weft_iq4_vnni_matmul(type, w, rowBytes, K, r0, r1, qx, dxl, xs4, xs4 + (long)n * K4, n, y, ldy);
 	}
 	return 0;
