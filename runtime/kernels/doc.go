@@ -64,7 +64,7 @@
 // figures behind them):
 //
 //   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4
-//     from 8 tokens (MXFP4 from 16, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
+//     from 8 tokens (MXFP4 from 16, Q4_0 from 11, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
 //     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127; IQ4_XS per 256, as llama.cpp's Q8_K), plus 128 so they are unsigned, and packed 16 to a panel
@@ -84,16 +84,17 @@
 //     4-bit table types' (kern_iq4.c: each nibble looked up in the type's
 //     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
 //     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16),
+//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16, Q4_0 below 11),
 //     Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
 //     kernel cannot take them), AVX-512 VNNI: integer dot products, as
 //     llama.cpp does. Each token is quantized per 32 values to int8 (scale
 //     amax/127) once per job; weights are unpacked from their blocks to
-//     unsigned bytes in registers (IQ4_NL, MXFP4: looked up by
-//     vpshufb in their value table plus 128, kern_iq4.c; Q5_0, Q5_1:
+//     unsigned bytes in registers (IQ4_NL, MXFP4 and Q4_0: looked up by
+//     vpshufb in their value table plus 128, kern_iq4.c, Q4_0's values
+//     q - 8; Q5_0, Q5_1:
 //     two blocks' qh words are one 64-bit byte mask that adds the fifth
 //     bits) and vpdpbusd multiplies 64 pairs at a time. Block scales, and
-//     the weight offsets (the -8 of Q4_0, the -16 of Q5_0, the mins of
+//     the weight offsets (the -16 of Q5_0, the mins of
 //     Q4_1, Q5_1 and Q4_K) are applied per 4-column lane in float, the
 //     offsets against the exact float sums of the activations. Activation rounding makes these results (and the lane
 //     GEMM's) differ from the float reference by at most
@@ -102,13 +103,14 @@
 //     costs more). For one token the row after next is prefetched; for
 //     Q8_0 the row four ahead, a chunk at a time through the first pass
 //     over the current row (on Zen 4 into L2 when the caller's rows hold
-//     1 MiB or more: weft_fetch_l2, which moves Q4_0, Q4_1, Q5_0 and Q5_1
-//     to the same fetch).
-//     IQ4_NL and MXFP4 (kern_iq4.c) add 256 columns in integers, take 4
+//     1 MiB or more: weft_fetch_l2, which moves Q4_1, Q5_0 and Q5_1 to
+//     the same fetch).
+//     IQ4_NL, MXFP4 and Q4_0 (kern_iq4.c) add 256 columns in integers, take 4
 //     rows at a time for one token (2 for two) and end the tile's sums in
 //     one transposing horizontal sum; on CPUs with AVX-512 VBMI each
 //     256-column group is loaded by three 64-byte loads and vpermi2b. The
-//     tile after next is prefetched (on Zen 4 into L2: weft_fetch_l2).
+//     tile after next is prefetched (on Zen 4 into L2, a group's share at
+//     a time: weft_fetch_l2).
 //   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
 //     Q4_K/Q6_K/IQ4_XS below the lane GEMM (24 tokens, 11 on Zen 4; IQ4_XS 8) on AVX-512 VNNI too

@@ -118,14 +118,14 @@ static int weft_f16_gemm_from(int K) {
 int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 
 // weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
-// fetches the row four ahead into L2 (prefetcht1) rather than L1, Q4_0,
-// Q4_1, Q5_0 and Q5_1 there fetch it the same way rather than the row
-// after next in a burst into L1, and the one-row read of F16 and F32
-// weights (body_matmul.h's blockt, weft_one_row_reads) fetches
-// WEFT_ONE_ROW_FETCH bytes ahead into L2 where it fetched nothing, for a
-// chunk of rows of at least WEFT_FETCH_L2_BYTES; and whether the IQ4_NL
-// and MXFP4 row kernel (body_iq4vnni.h's iq4_rows) fetches the tile after
-// next into L2 for one or two tokens, whatever the chunk.
+// fetches the row four ahead into L2 (prefetcht1) rather than L1, Q4_1,
+// Q5_0 and Q5_1 there fetch it the same way rather than the row after next
+// in a burst into L1, and the one-row read of F16 and F32 weights
+// (body_matmul.h's blockt, weft_one_row_reads) fetches WEFT_ONE_ROW_FETCH
+// bytes ahead into L2 where it fetched nothing, for a chunk of rows of at
+// least WEFT_FETCH_L2_BYTES; and whether the IQ4_NL / MXFP4 / Q4_0 row
+// kernel (body_iq4vnni.h's iq4_rows) fetches the tile after next into L2,
+// a group's share at a time, for one or two tokens, whatever the chunk.
 // AMD family 25 (Zen 4) does, as its K-quant pair kernel does
 // (weft_kq_spread_fetch): into L1 every line in flight holds one of the
 // L1's few miss buffers. Machine D, two threads, the 1B preset's matrices:
@@ -134,10 +134,10 @@ int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 // (Q8_0) and about 14 % (F16, on average) faster. synth-110m's smaller
 // chunks (0.15-0.8 MB) read level in a kernel benchmark, but its Q8_0
 // decode ran 5-20 % slower into L2 and its F16 decode lower with the fetch
-// (cause not found), hence the floor; so did synth-110m in Q4_0. The
-// IQ4_NL / MXFP4 kernel has none: gptoss-1.5b's MXFP4 experts (0.56 MB
-// each, one chunk) decoded about 10 % faster into L2 and synth-110m in
-// IQ4_NL level. Zen 5 and Intel keep their fetches,
+// (cause not found), hence the floor; so did synth-110m in Q4_0 on
+// vnni_row. The table kernel has none: gptoss-1.5b's MXFP4 experts (0.56
+// MB each, one chunk) decoded about 10 % faster into L2, and synth-110m in
+// IQ4_NL and Q4_0 level or faster. Zen 5 and Intel keep their fetches,
 // which were not measured against these there. The figures: BENCHMARKS.md
 // §1 (what bounds the CPU runtime).
 int weft_fetch_l2(void) { return weft_amd_family() == 0x19; }

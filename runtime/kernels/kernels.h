@@ -251,12 +251,12 @@ int weft_tile_rows(int K, int n);
 // in place a row at a time, without software prefetch but weft_fetch_l2's,
 // for one or two tokens.
 int weft_one_row_reads(void);
-// weft_fetch_l2: whether the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 row kernel
+// weft_fetch_l2: whether the Q8_0, Q4_1, Q5_0 and Q5_1 row kernel
 // (kern_vnni.c's vnni_row) fetches the row ahead into L2 rather than L1,
 // and the one-row read (body_matmul.h's blockt) fetches
 // WEFT_ONE_ROW_FETCH bytes ahead into L2, when the caller's rows hold at
-// least WEFT_FETCH_L2_BYTES; and whether the IQ4_NL / MXFP4 row kernel
-// fetches into L2 for one or two tokens, whatever the rows.
+// least WEFT_FETCH_L2_BYTES; and whether the IQ4_NL / MXFP4 / Q4_0 row
+// kernel fetches into L2 for one or two tokens, whatever the rows.
 int weft_fetch_l2(void);
 #define WEFT_FETCH_L2_BYTES (1L << 20)
 #define WEFT_ONE_ROW_FETCH 8192
