@@ -64,7 +64,7 @@
 // figures behind them):
 //
 //   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4
-//     from 8 tokens (MXFP4 from 16, Q4_0 from 11, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
+//     from 8 tokens (MXFP4 from 16, Q4_0 and IQ4_NL from 11, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
 //     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127; IQ4_XS per 256, as llama.cpp's Q8_K), plus 128 so they are unsigned, and packed 16 to a panel
@@ -84,7 +84,7 @@
 //     4-bit table types' (kern_iq4.c: each nibble looked up in the type's
 //     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
 //     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16, Q4_0 below 11),
+//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16, Q4_0 and IQ4_NL below 11),
 //     Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
 //     kernel cannot take them), AVX-512 VNNI: integer dot products, as
 //     llama.cpp does. Each token is quantized per 32 values to int8 (scale

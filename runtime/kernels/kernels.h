@@ -74,7 +74,7 @@ enum {
 
 // Below WEFT_VNNI_MAX_N tokens, AVX-512 VNNI CPUs take the integer row
 // kernels for the types they know; from WEFT_LANE_MIN_N, Q8_0,
-// Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS take the int8 lane GEMM: its 16-token panels, half empty at 8
+// Q4_1, Q5_0, Q5_1 and IQ4_XS take the int8 lane GEMM: its 16-token panels, half empty at 8
 // tokens, already match the row kernels there, which read each row once
 // per 4 (8) tokens, and beat them above (figures: BENCHMARKS.md §1).
 #define WEFT_VNNI_MAX_N 24
@@ -83,13 +83,14 @@ enum {
 // integers (kern_iq4.c), and the lane GEMM unpacks every expert's rows for
 // the few tokens routed to it.
 #define WEFT_LANE_MIN_N_MXFP4 16
-// Q4_0 runs on that row kernel too (as IQ4_NL with the values -8..7), and
-// takes the lane GEMM from 11 tokens: on machine D the row kernel led at 8
-// to 10 tokens (the 1B preset in Q4_0, decode steps of 8 sequences
-// 105-113 tokens/s against the lane GEMM's 70-73, of 10 116-119 against
-// 103-108) and the lane GEMM at 11 (105-118 against 102-107) and 12
-// (133-134 against 106-108; BENCHMARKS.md §1b).
-#define WEFT_LANE_MIN_N_Q4_0 11
+// Q4_0 (on that row kernel too, as IQ4_NL with the values -8..7) and
+// IQ4_NL take it from 11 tokens: on machine D the row kernel led at 8 to
+// 10 tokens (the 1B preset in Q4_0, decode steps of 8 sequences 105-113
+// tokens/s against the lane GEMM's 70-73, of 10 116-119 against 103-108;
+// in IQ4_NL 110-112 against 88-96 at 8, level at 10) and the lane GEMM
+// from 11 (Q4_0 105-118 against 102-107, IQ4_NL 122-130 against 116-118;
+// BENCHMARKS.md §1, what bounds).
+#define WEFT_LANE_MIN_N_Q4_0_IQ4_NL 11
 // Q4_K and Q6_K take it later still: their 512-bit row kernel walks rows
 // in pairs (weft_k512_matmul), and with weights beyond the cache it runs
 // 8-20 tokens faster than the lane GEMM, whose step costs about the same
