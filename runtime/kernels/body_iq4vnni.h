@@ -122,42 +122,41 @@ static inline __attribute__((always_inline)) void IQ4V(iq4_rows)(const int type,
 #if IQ4V_VBMI
 	iq4_group_index(type, ix);
 #endif
-#define IQ4_TILE(R, NT)                                                                                                  \
+#define IQ4_TILE(R, NT, PF)                                                                                              \
 	IQ4V(iq4_tile)(type, row, rowBytes, K, qx + (long)t * K, dxl + (long)t * K4, xs4 + (long)t * K4, grp + (long)t * KG, \
-		       tbl, ix, y + t * ldy + r, ldy, R, NT, pf, pfb)
+		       tbl, ix, y + t * ldy + r, ldy, R, NT, PF, pfb)
 	if (n <= 2) {
 		const int R = n == 1 ? 4 : 2, t = 0, G = K / 256, spread = G > 0 && weft_fetch_l2();
+		const long pfb = spread ? (R * rowBytes + G - 1) / G : 0; // the spread fetch's bytes per group
 		int r = r0;
 		for (; r + R <= r1; r += R) {
 			const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
-			const long pfb = spread ? (R * rowBytes + G - 1) / G : 0;
 			if (r + 3 * R <= r1 && spread) pf = row + 2 * R * rowBytes;
 			else if (r + 3 * R <= r1) kq_prefetch(row + 2 * R * rowBytes, R * rowBytes);
 			if (n == 1)
-				IQ4_TILE(4, 1);
+				IQ4_TILE(4, 1, pf);
 			else
-				IQ4_TILE(2, 2);
+				IQ4_TILE(2, 2, pf);
 		}
 		for (; r < r1; r++) {
-			const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
-			const long pfb = 0;
+			const uint8_t *row = w + (long)r * rowBytes;
 			if (n == 1)
-				IQ4_TILE(1, 1);
+				IQ4_TILE(1, 1, 0);
 			else
-				IQ4_TILE(1, 2);
+				IQ4_TILE(1, 2, 0);
 		}
 		return;
 	}
+	const long pfb = 0;
 	for (int r = r0; r < r1; r++) {
-		const uint8_t *row = w + (long)r * rowBytes, *pf = 0;
-		const long pfb = 0;
+		const uint8_t *row = w + (long)r * rowBytes;
 		if (r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;
-		for (; t + 4 <= n; t += 4) IQ4_TILE(1, 4);
+		for (; t + 4 <= n; t += 4) IQ4_TILE(1, 4, 0);
 		switch (n - t) {
-		case 1: IQ4_TILE(1, 1); break;
-		case 2: IQ4_TILE(1, 2); break;
-		case 3: IQ4_TILE(1, 3); break;
+		case 1: IQ4_TILE(1, 1, 0); break;
+		case 2: IQ4_TILE(1, 2, 0); break;
+		case 3: IQ4_TILE(1, 3, 0); break;
 		}
 	}
 #undef IQ4_TILE
