@@ -135,8 +135,8 @@ func TestTokenizeJSON(t *testing.T) {
 
 func TestGenModelTiny(t *testing.T) {
 	out := t.TempDir() + "/tiny.gguf"
-	// Q4_K_M and IQ4_XS: tiny's rows of 64 and 192 fall back to Q5_0, Q8_0 and IQ4_NL.
-	for _, typ := range []string{"Q8_0", "Q4_K_M", "IQ4_XS"} {
+	// Q4_K_M, Q5_K_M and IQ4_XS: tiny's rows of 64 and 192 fall back to Q5_0, Q5_1, Q8_0 and IQ4_NL.
+	for _, typ := range []string{"Q8_0", "Q4_K_M", "Q5_K_M", "IQ4_XS"} {
 		if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", typ}); err != nil {
 			t.Fatal(typ, err)
 		}
@@ -148,8 +148,8 @@ func TestGenModelTiny(t *testing.T) {
 			t.Errorf("%s: generate did not run its 4 tokens: %s", typ, buf.String())
 		}
 	}
-	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q5_K"}); err == nil {
-		t.Error("gen-model accepted --type Q5_K")
+	if err := runGenModel(context.Background(), []string{"--out", out, "--preset", "tiny", "--type", "Q3_K"}); err == nil {
+		t.Error("gen-model accepted --type Q3_K")
 	}
 }
 

@@ -28,11 +28,11 @@ func runGenModel(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "synth-110m", "model shape: "+strings.Join(llama.Presets, ", ")+
 		" (llama-3.2-1b, qwen3-0.6b, qwen3-1.7b, gemma3-270m, gemma3-1b: those models' layer shapes; qwen3moe-1.5b, gptoss-1.5b: mixtures of experts"+
 		" in Qwen3-30B-A3B's and gpt-oss-20b's proportions; all with a generated 32000-token vocabulary)")
-	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, "+
-		"Q4_K_M (Q4_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers) "+
+	typ := fs.String("type", "F16", "2-D tensor type: F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, "+
+		"Q4_K_M or Q5_K_M (Q4_K or Q5_K with llama.cpp's Q6_K layers: output, and attention V / FFN down of some layers) "+
 		"or MXFP4_MOE (MoE presets: experts MXFP4, the rest Q8_0, as gpt-oss is released); "+
 		"in dense presets a matrix whose rows are not whole blocks of the type takes llama.cpp's fallback type "+
-		"(Q4_K -> Q5_0, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, else F16) and is logged")
+		"(Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, else F16) and is logged")
 	vocab := fs.String("vocab", "", "vocab-only GGUF whose tokenizer keys are copied (default for synth-110m: <shared>/vocab/ggml-vocab-llama-spm.gguf)")
 	seed := fs.Uint64("seed", 0, "weight seed (0: the preset's)")
 	if err := fs.Parse(args); err != nil {
@@ -50,6 +50,8 @@ func runGenModel(ctx context.Context, args []string) error {
 	}
 	if strings.EqualFold(*typ, "Q4_K_M") {
 		cfg.Type, cfg.MoreBitsQ6K = gguf.TypeQ4_K, true
+	} else if strings.EqualFold(*typ, "Q5_K_M") {
+		cfg.Type, cfg.MoreBitsQ6K = gguf.TypeQ5_K, true
 	} else if strings.EqualFold(*typ, "MXFP4_MOE") {
 		if cfg.MoE == nil {
 			return fmt.Errorf("--type MXFP4_MOE needs a mixture-of-experts preset (qwen3moe-1.5b, gptoss-1.5b)")
@@ -129,7 +131,7 @@ func writeModel(cfg llama.GenConfig, path string) error {
 	}
 	typ := cfg.Type.String()
 	if cfg.MoreBitsQ6K {
-		typ += " with Q6_K layers (Q4_K_M mix)"
+		typ += " with Q6_K layers (" + typ + "_M mix)"
 	}
 	if cfg.ExpertsMXFP4 {
 		typ += " with MXFP4 experts (MXFP4_MOE mix)"
@@ -139,13 +141,13 @@ func writeModel(cfg llama.GenConfig, path string) error {
 }
 
 func parseType(s string) (gguf.Type, error) {
-	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+	for _, t := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4} {
 		if strings.EqualFold(s, t.String()) {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K_M or MXFP4_MOE", s)
+	return 0, fmt.Errorf("--type %q: want F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K_M, Q5_K_M or MXFP4_MOE", s)
 }
 
 // tokenizerKVs reads the tokenizer.* keys of a GGUF.

@@ -63,8 +63,8 @@
 // and ISA (kernels.c states the thresholds; BENCHMARKS.md §1 has the
 // figures behind them):
 //
-//   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4
-//     from 8 tokens (MXFP4 from 16, Q4_0 and IQ4_NL from 11, Q4_K and Q6_K from 24, from 11 on Zen 4), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
+//   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4
+//     from 8 tokens (MXFP4 from 16, Q4_0 and IQ4_NL from 11, Q4_K and Q6_K from 24, from 11 on Zen 4, Q5_K from 5), AVX-512 VNNI: an int8 GEMM with the tokens along the vector lanes
 //     (kern_vnni.c, lane_tile). Tokens are
 //     quantized like llama.cpp's Q8_0 activations (per 32 values, scale
 //     amax/127; IQ4_XS per 256, as llama.cpp's Q8_K), plus 128 so they are unsigned, and packed 16 to a panel
@@ -72,19 +72,20 @@
 //     multiplies 4 columns of one weight row, broadcast from its quants,
 //     with the same 4 columns of 16 tokens. There is no transposition or
 //     horizontal sum; per block and token vector the fix-up is
-//     y += dx * (dw * I - 128 * dw * sum(q)) (Q4_K also takes off its
+//     y += dx * (dw * I - 128 * dw * sum(q)) (Q4_K and Q5_K also take off their
 //     sub-block min times the token's block sum, and Q4_1 and Q5_1 their
 //     block min the same way; Q6_K, whose scales cover
 //     16 columns, keeps two integer sums per block), 3-5 operations per 8
-//     vpdpbusd. Q8_0 quants are read in place; Q4_K and Q6_K rows are
+//     vpdpbusd. Q8_0 quants are read in place; Q4_K, Q5_K and Q6_K rows are
 //     unpacked to bytes once per 16 rows, for all tokens (a super-block
-//     at a time in vectors, scales and block sums included), and so are
+//     at a time in vectors, scales and block sums included, Q5_K's fifth
+//     bits shifted in from qh), and so are
 //     Q4_0/Q4_1/Q5_0/Q5_1's (nibbles spread to column order, Q5's fifth
 //     bits from qh as a 32-bit byte mask, the -8/-16 offsets taken off) and the
 //     4-bit table types' (kern_iq4.c: each nibble looked up in the type's
 //     16 int8 values by one vpshufb), which then take Q8_0's fix-up. A
 //     4-row x 32-token tile keeps 8 integer and 8 float accumulators.
-//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16, Q4_0 and IQ4_NL below 11),
+//   - Few tokens (n < 24; below 8 for the types of the lane GEMM, MXFP4 below 16, Q4_0 and IQ4_NL below 11, Q5_K below 5),
 //     Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q5_K/IQ4_NL/MXFP4 (and Q4_K/Q6_K where the next
 //     kernel cannot take them), AVX-512 VNNI: integer dot products, as
 //     llama.cpp does. Each token is quantized per 32 values to int8 (scale

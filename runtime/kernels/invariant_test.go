@@ -19,7 +19,7 @@ import (
 func TestBatchInvariantMatMul(t *testing.T) {
 	defer SetBatchInvariant(SetBatchInvariant(true))
 	types := []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0,
-		gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4}
+		gguf.TypeQ5_1, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4}
 	shapes := []struct{ rows, cols int }{{64, 256}, {96, 768}, {40, 1536}}
 	for _, isa := range availableISAs() {
 		t.Run(isa.String(), func(t *testing.T) {

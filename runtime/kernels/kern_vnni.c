@@ -303,7 +303,7 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 	return 0;
 }
 
-// ---- int8 lane GEMM, many tokens (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; the 4-bit table types through kern_iq4.c) ----
+// ---- int8 lane GEMM, many tokens (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; the 4-bit table types through kern_iq4.c) ----
 // Tokens go along the vector lanes, 16 per panel, so one vpdpbusd
 // multiplies 4 columns of one weight row (a 32-bit broadcast of its int8
 // quants) with the same 4 columns of 16 tokens: no horizontal sums, and a
@@ -314,10 +314,10 @@ int weft_vnni_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 // block is taken off in float. With I the block's integer dot product and
 // S the token's sum of quantized activations over the block:
 //     Q8_0: y[t] += dx[t] * (dw * I - 128 * dw * sum(q))
-//     Q4_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
+//     Q4_K, Q5_K: y[t] += dx[t] * (ds * I - 128 * ds * sum(q) - dm * S[t])
 //     (Q4_1 and Q5_1 alike, with ds = d and dm = -m)
 // (ds = d * scale, dm = dmin * min of the 32-column sub-block). Q8_0
-// quants are read in place from their blocks; Q4_K and Q6_K rows are
+// quants are read in place from their blocks; Q4_K, Q5_K and Q6_K rows are
 // unpacked to bytes (and their scales decoded) once per LANE_ROWS rows, for
 // all tokens.
 // Packed panel layout, per 32-column block: 8 groups x 16 tokens x 4
@@ -437,24 +437,39 @@ static inline __attribute__((always_inline)) void k512_q4k_scales64(const uint8_
 	*m = (uint64_t)m47 << 32 | (a1 & 0x3f3f3f3f);
 }
 
-// lane_unpack_q4k unpacks rows 0..m of Q4_K weights: the quants of row i,
-// block b (32 columns) to q[(i*nb + b)*32 ..] (bytes 0..15), and ds, cw =
-// 128 * ds * sum(q), dm per row and block. A super-block at a time in
-// vectors: its 128 quant bytes as two 64-byte loads (low nibbles: blocks
-// 0 and 2, 4 and 6; high: 1 and 3, 5 and 7), its eight scales and mins
-// together (the same products as one at a time: ds = d * scale, cw = (128 *
-// ds) * sum, dm = dmin * min).
-static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q, float *ds, float *cw, float *dm) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
+// lane_unpack_q4k unpacks rows 0..m of Q4_K weights (Q5 = 0) or Q5_K
+// weights (Q5 = 1): the quants of row i, block b (32 columns) to q[(i*nb +
+// b)*32 ..], and ds, cw = 128 * ds * sum(q), dm per row and block. A
+// super-block at a time in vectors: its 128 quant bytes as two 64-byte
+// loads (low nibbles: blocks 0 and 2, 4 and 6; high: 1 and 3, 5 and 7),
+// Q5_K's fifth bits (bit k of qh[l] for block k, column l) shifted into
+// place per 256-bit half, its eight scales and mins together (the same
+// products as one at a time: ds = d * scale, cw = (128 * ds) * sum, dm =
+// dmin * min). Q5_K's super-block is Q4_K's with qh[32] before the nibbles.
+static inline __attribute__((always_inline)) void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint8_t *q,
+								  float *ds, float *cw, float *dm, const int Q5) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	// the fifth bits' shifts for blocks 0 (low half) and 2 (high half)
+	const __m512i s02 = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(2));
 	const __m256 c128 = _mm256_set1_ps(128.0f);
+	const long sbb = Q5 ? 176 : 144;
 	for (int i = 0; i < m; i++)
 		for (int sb = 0; sb < nb / 8; sb++) {
-			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * 144, *qs = blk + 16;
+			const uint8_t *blk = w + (long)i * rowBytes + (long)sb * sbb, *qs = blk + (Q5 ? 48 : 16);
 			const long b0 = (long)i * nb + sb * 8;
 			uint8_t *qb = q + b0 * 32;
 			const __m512i l0 = _mm512_loadu_si512((const void *)qs), l1 = _mm512_loadu_si512((const void *)(qs + 64));
-			const __m512i a = _mm512_and_si512(l0, m4), b = _mm512_and_si512(_mm512_srli_epi16(l0, 4), m4);
-			const __m512i c = _mm512_and_si512(l1, m4), d = _mm512_and_si512(_mm512_srli_epi16(l1, 4), m4);
+			__m512i a = _mm512_and_si512(l0, m4), b = _mm512_and_si512(_mm512_srli_epi16(l0, 4), m4);
+			__m512i c = _mm512_and_si512(l1, m4), d = _mm512_and_si512(_mm512_srli_epi16(l1, 4), m4);
+			if (Q5) { // bit k of each qh byte to bit 4 of block k's byte
+				const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)));
+#define Q5HB(k) _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(H, _mm512_add_epi16(s02, _mm512_set1_epi16(k))), 4), m10)
+				a = _mm512_or_si512(a, Q5HB(0));
+				b = _mm512_or_si512(b, Q5HB(1));
+				c = _mm512_or_si512(c, Q5HB(4));
+				d = _mm512_or_si512(d, Q5HB(5));
+#undef Q5HB
+			}
 			_mm256_storeu_si256((__m256i *)qb, _mm512_castsi512_si256(a));
 			_mm256_storeu_si256((__m256i *)(qb + 32), _mm512_castsi512_si256(b));
 			_mm256_storeu_si256((__m256i *)(qb + 64), _mm512_extracti64x4_epi64(a, 1));
@@ -478,7 +493,7 @@ static void lane_unpack_q4k(const uint8_t *w, long rowBytes, int nb, int m, uint
 // stride ps bytes); writes row i's 16 tokens of panel v to out[i*32 + 16*v]
 // (padding tokens included: they are 0). Row i's
 // block b quants are at wq + i*wrs + b*wbs; ds/cw/dm are per row and block
-// (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K): dm
+// (row stride nb). MODE 0 (Q8_0): one scale per block. MODE 1 (Q4_K, Q5_K): dm
 // is the sub-block's min, taken off with the tokens' block sums. MODE 2
 // (Q6_K): 16-column sub-blocks, ds scales columns 0-15 and dm 16-31, so
 // the two halves keep separate integer sums. Unless pf is NULL, block b
@@ -712,11 +727,12 @@ static inline int weft_lane_legacy(int type) { return type == 2 || type == 3 || 
 
 // weft_lane_ok: whether the lane GEMM handles this weight type and row length.
 int weft_lane_ok(int type, int K) {
-	return ((type == 8 || weft_lane_legacy(type)) && K % 32 == 0) || ((type == 12 || type == 14) && K % 256 == 0) || weft_iq4_ok(type, K, 32);
+	return ((type == 8 || weft_lane_legacy(type)) && K % 32 == 0) || ((type == 12 || type == 13 || type == 14) && K % 256 == 0) ||
+	       weft_iq4_ok(type, K, 32);
 }
 
 // weft_lane_matmul: rows [r0, r1) of y = W x for n tokens (Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q6_K, and
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and
 // IQ4_NL, IQ4_XS, MXFP4 unpacked by kern_iq4.c); xp
 // is weft_lane_prep's packing of x, or NULL to pack here.
 int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x,
@@ -750,8 +766,11 @@ int weft_lane_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, i
 		if (type == 8) {
 			lane_scales_q8(wr, rowBytes, nb, m, ds, cw);
 			lane_panels(wr + 2, rowBytes, 34, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 0);
-		} else if (type == 12) {
-			lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm);
+		} else if (type == 12 || type == 13) {
+			if (type == 12)
+				lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm, 0);
+			else
+				lane_unpack_q4k(wr, rowBytes, nb, m, q, ds, cw, dm, 1);
 			lane_panels(q, (long)nb * 32, 32, nb, m, ds, cw, dm, xp, ps, n, y + r, ldy, nx, nxb, 1);
 		} else if (weft_lane_legacy(type)) {
 			lane_unpack_legacy(type, wr, rowBytes, nb, m, q, ds, cw, dm);

@@ -26,8 +26,9 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 
 // Choosing a kernel by token count (AVX-512 VNNI): from WEFT_LANE_MIN_N
 // (Q4_K and Q6_K: WEFT_LANE_MIN_N_KQUANT, on Zen 4 WEFT_LANE_MIN_N_KQUANT_ZEN4;
-// MXFP4: WEFT_LANE_MIN_N_MXFP4; Q4_0 and IQ4_NL: WEFT_LANE_MIN_N_Q4_0_IQ4_NL),
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K and the 4-bit table types take
+// MXFP4: WEFT_LANE_MIN_N_MXFP4; Q4_0 and IQ4_NL: WEFT_LANE_MIN_N_Q4_0_IQ4_NL;
+// Q5_K: WEFT_LANE_MIN_N_Q5_K),
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and the 4-bit table types take
 // the int8 lane GEMM (kern_vnni.c), whose 4-byte
 // weight broadcast feeds 64 products; below WEFT_VNNI_MAX_N the integer row
 // kernels take the types they know. Otherwise: below WEFT_GEMM_BIG_N the
@@ -198,6 +199,7 @@ static int weft_lane_min_n(int type) {
 	if (type == 39) return WEFT_LANE_MIN_N_MXFP4;
 	if (type == 2 || type == 20) return WEFT_LANE_MIN_N_Q4_0_IQ4_NL;
 	if (type == 12 || type == 14) return weft_amd_family() == 0x19 ? WEFT_LANE_MIN_N_KQUANT_ZEN4 : WEFT_LANE_MIN_N_KQUANT;
+	if (type == 13) return WEFT_LANE_MIN_N_Q5_K;
 	return WEFT_LANE_MIN_N;
 }
 #endif

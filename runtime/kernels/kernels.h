@@ -105,6 +105,15 @@ enum {
 // batched decode on machine D).
 #define WEFT_LANE_MIN_N_KQUANT 24
 #define WEFT_LANE_MIN_N_KQUANT_ZEN4 11
+// Q5_K (Q5_K_M's type) takes it from 5 tokens. Below, the VNNI row kernel
+// (vnni_row), which reads a row once per 4 tokens, decodes at about the
+// same rate from 2 tokens to 7; the lane GEMM overtakes it at 5 (the 1B
+// preset in Q5_K_M on machine D, decode steps of 4 sequences 47-53
+// tokens/s on the lane GEMM against 49-58, of 5 64-66 against 50-51, of 7
+// 81-86 against 48-55; BENCHMARKS.md §1b).
+#ifndef WEFT_LANE_MIN_N_Q5_K
+#define WEFT_LANE_MIN_N_Q5_K 5
+#endif
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
 // (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N

@@ -135,6 +135,41 @@ func TestInt8LegacyTypes(t *testing.T) {
 	}
 }
 
+// TestQ5KLaneGEMM holds Q5_K (Q5_K_M's type) to the reference on every
+// kernel set at the token counts around the lane GEMM's threshold and its
+// second panel pair, after checking the dispatch on AVX-512 VNNI: the
+// VNNI row kernel below WEFT_LANE_MIN_N_Q5_K tokens, the lane GEMM from
+// it, so that a dispatch which sent Q5_K prompts back to the float path
+// fails.
+func TestQ5KLaneGEMM(t *testing.T) {
+	const prepLane = 1 // WEFT_PREP_LANE (kernels.h)
+	w := quant.Weight{Type: gguf.TypeQ5_K, Cols: 2048}
+	from := 0
+	for n := 1; n <= 64; n++ {
+		kind, _ := prepKind(isaVNNI, w, n)
+		if from == 0 && kind == prepLane {
+			from = n
+		}
+		if from != 0 && kind != prepLane {
+			t.Fatalf("Q5_K, %d tokens: avx512vnni prepares activations of kind %d after the lane GEMM's from %d", n, kind, from)
+		}
+	}
+	t.Logf("avx512vnni takes the lane GEMM for Q5_K from %d tokens", from)
+	if bestISA() >= isaVNNI && (from < 2 || from > 24) {
+		t.Fatalf("Q5_K: avx512vnni takes the lane GEMM from %d tokens, want 2..24", from)
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, cols := range []int{256, 768} {
+		w := randomWeight(rng, gguf.TypeQ5_K, 37, cols)
+		for _, n := range []int{1, 4, 7, 8, 10, 11, 12, 16, 17, 23, 24, 40} {
+			if raceEnabled && n != 1 && n != 11 && n != 17 {
+				continue
+			}
+			checkAllISAs(t, w, randomVec(rng, n*cols), n)
+		}
+	}
+}
+
 // checkAllISAs runs MatMul on every kernel set this CPU has and holds each
 // output to the float64 reference: 1e-5 of sum |w||x|, plus, where the
 // kernel rounds x to 8 bits, the bound of that rounding.

@@ -38,13 +38,14 @@ type GenConfig struct {
 	// be 0 or match the copied vocabulary.
 	VocabSize int
 	// Type is the type of every 2-D tensor (F32, F16, Q8_0, Q4_0, Q4_K,
-	// Q6_K, IQ4_NL, IQ4_XS or MXFP4); norms stay F32.
+	// Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4); norms stay F32.
 	Type gguf.Type
 	// ExpertsMXFP4 writes a mixture of experts' stacked expert tensors as
 	// MXFP4 and the rest as Type: llama.cpp's MXFP4_MOE layout (gpt-oss's
 	// own release), with Type Q8_0.
 	ExpertsMXFP4 bool
-	// MoreBitsQ6K makes the file a Q4_K_M-style mix, as llama.cpp's
+	// MoreBitsQ6K makes the file a Q4_K_M- or Q5_K_M-style mix (Type Q4_K
+	// or Q5_K), as llama.cpp's
 	// quantizer lays it out: the output matrix, and the attention V and FFN
 	// down matrices of the first and last eighth of the layers and of every
 	// third layer between, are Q6_K; the rest is Type.
@@ -162,10 +163,10 @@ func (c *GenConfig) validate() error {
 		c.RopeBase = 10000
 	}
 	switch c.Type {
-	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 		gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4:
 	default:
-		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4)", ErrUnsupported, c.Type)
+		return fmt.Errorf("%w: generate: tensor type %s (want F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4)", ErrUnsupported, c.Type)
 	}
 	if c.ExpertsMXFP4 && c.MoE == nil {
 		return fmt.Errorf("%w: generate: MXFP4 experts without a mixture of experts", ErrUnsupported)

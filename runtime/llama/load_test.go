@@ -196,7 +196,7 @@ func TestGenerateRejectsBadShapes(t *testing.T) {
 	for _, mod := range []func(*GenConfig){
 		func(c *GenConfig) { c.Heads = 5 },
 		func(c *GenConfig) { c.KVHeads = 3 },
-		func(c *GenConfig) { c.Type = gguf.TypeQ5_K },
+		func(c *GenConfig) { c.Type = gguf.TypeQ3_K },
 		func(c *GenConfig) { c.VocabSize = 100 },
 	} {
 		c := tinyCfg()

@@ -9,7 +9,7 @@ import (
 )
 
 // Quantize encodes src (a whole number of rows of cols values) as type t:
-// F32, F16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, IQ4_NL or MXFP4 (quantize_iq4.go), in
+// F32, F16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL or MXFP4 (quantize_iq4.go), in
 // the block layouts Dequantize decodes. The encoders round to nearest (no
 // importance search or scale refit, unlike llama.cpp's quantize tool):
 // enough for generated test models, whose weights are random anyway. Other types give an error wrapping ErrType;
@@ -37,8 +37,12 @@ func Quantize(t gguf.Type, src []float32, cols int) ([]byte, error) {
 		enc = quantQ4_0
 	case gguf.TypeQ5_0:
 		enc = quantQ5_0
+	case gguf.TypeQ5_1:
+		enc = quantQ5_1
 	case gguf.TypeQ4_K:
 		enc = quantQ4_K
+	case gguf.TypeQ5_K:
+		enc = quantQ5_K
 	case gguf.TypeQ6_K:
 		enc = quantQ6_K
 	case gguf.TypeIQ4_NL:
@@ -128,7 +132,43 @@ func quantQ5_0(dst []byte, x []float32) {
 	binary.LittleEndian.PutUint32(dst[2:], qh)
 }
 
-func quantQ4_K(dst []byte, x []float32) {
+// quantQ5_1 encodes 32 values as d, m (F16), qh (the fifth bits, value j
+// at bit j) and 16 bytes of nibbles (values j and j+16): x = d*q + m, q
+// in 0..31.
+func quantQ5_1(dst []byte, x []float32) {
+	lo, hi := x[0], x[0]
+	for _, v := range x {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	d := (hi - lo) / 31
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
+	binary.LittleEndian.PutUint16(dst[2:], F32ToF16(lo))
+	q := func(v float32) uint32 { return uint32(min(31, max(0, int((v-lo)*id+0.5)))) }
+	var qh uint32
+	for j := range 16 {
+		a, b := q(x[j]), q(x[j+16])
+		dst[8+j] = byte(a&0xf | (b&0xf)<<4)
+		qh |= (a>>4)<<j | (b>>4)<<(j+16)
+	}
+	binary.LittleEndian.PutUint32(dst[4:], qh)
+}
+
+func quantQ4_K(dst []byte, x []float32) { quantKMin(dst, dst[16:], nil, x, 15) }
+
+// quantQ5_K encodes 256 values as Q4_K's super-block with a fifth bit per
+// value: d, dmin, the 12 scale bytes, qh[32] (bit s of qh[l] is the fifth
+// bit of value l of sub-block s), then Q4_K's 128 nibble bytes.
+func quantQ5_K(dst []byte, x []float32) { quantKMin(dst, dst[48:], dst[16:48], x, 31) }
+
+// quantKMin encodes the 256 values x as Q4_K (top 15: qh nil) or Q5_K (top
+// 31): eight sub-blocks of 32, each with a 6-bit scale of d and a 6-bit
+// min of dmin, and quants 0..top; the low nibbles go to qs (sub-blocks 2j
+// and 2j+1 share 32 bytes, low and high nibble), the fifth bits to qh.
+func quantKMin(dst, qs, qh []byte, x []float32, top float32) {
 	var scales, mins [8]float32
 	for s := range 8 {
 		sub := x[32*s : 32*s+32]
@@ -142,7 +182,7 @@ func quantQ4_K(dst []byte, x []float32) {
 			}
 		}
 		lo = min(lo, 0)
-		scales[s] = (hi - lo) / 15
+		scales[s] = (hi - lo) / top
 		mins[s] = -lo
 	}
 	var maxSc, maxMin float32
@@ -168,7 +208,6 @@ func quantQ4_K(dst []byte, x []float32) {
 		p[j+4] = mn[j]&63 | (mn[j+4]>>4)<<6
 		p[j+8] = sc[j+4]&0xf | (mn[j+4]&0xf)<<4
 	}
-	qs := dst[16:]
 	for s := range 8 {
 		scale := d * float32(sc[s])
 		off := dmin * float32(mn[s])
@@ -177,12 +216,15 @@ func quantQ4_K(dst []byte, x []float32) {
 			if scale > 0 {
 				q = int(math.Round(float64((x[32*s+i] + off) / scale)))
 			}
-			q = min(15, max(0, q))
+			q = min(int(top), max(0, q))
 			j := s / 2 * 32
 			if s%2 == 0 {
-				qs[j+i] |= byte(q)
+				qs[j+i] |= byte(q & 0xf)
 			} else {
-				qs[j+i] |= byte(q) << 4
+				qs[j+i] |= byte(q&0xf) << 4
+			}
+			if qh != nil {
+				qh[i] |= byte(q>>4) << s
 			}
 		}
 	}
