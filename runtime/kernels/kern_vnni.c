@@ -165,6 +165,8 @@ static inline __attribute__((always_inline)) void vnni_row(const int type, const
 			sm = _mm512_mul_ps(sm, _mm512_mask_blend_ps(hi8, _mm512_set1_ps(d), _mm512_set1_ps(-dmin)));
 			for (int j = 0; j < 4; j++) {
 				int col = sb * 256 + 64 * j;
+				if (pf) // the row four ahead into L2 (vnni_rows: Q5_K under l2); bsz / 4 < 64 bytes a step
+					_mm_prefetch((const char *)pf + (col / 64) * (bsz / 4), _MM_HINT_T1);
 				// [q, q] then shift the upper half's 16-bit words by 4: low
 				// nibbles below, high nibbles above, without a lane insert
 				__m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
@@ -227,8 +229,8 @@ int weft_vnni_ok(int type, int K) {
 static inline __attribute__((always_inline)) void vnni_rows(const int type, const uint8_t *w, long rowBytes, int K, int r0,
 							     int r1, const int8_t *qx, const float *dxl, const float *xs4,
 							     int n, float *y, long ldy) {
-	const int K4 = K / 4, l2 = type < 12 && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
-	const int spread = type == 8 || l2; // Q8_0, and Q4_1/Q5_0/Q5_1 under l2
+	const int K4 = K / 4, l2 = (type < 12 || type == 13) && weft_fetch_l2() && (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES;
+	const int spread = type == 8 || l2; // Q8_0, and Q4_1/Q5_0/Q5_1/Q5_K under l2
 	for (int r = r0; r < r1; r++) {
 		const uint8_t *row = w + (long)r * rowBytes;
 		// Fetch the row after next while this one is computed (within the
@@ -248,7 +250,9 @@ static inline __attribute__((always_inline)) void vnni_rows(const int type, cons
 		// WEFT_FETCH_L2_BYTES or more, into L2, and so do Q4_1, Q5_0 and
 		// Q5_1 there (the 1B preset in Q4_0, when it took this loop, decode
 		// of one sequence on machine D: 35.8-38.2 tokens/s with the burst,
-		// 44.5-46.4 spread into L2); elsewhere they keep the burst.
+		// 44.5-46.4 spread into L2), and Q5_K (the 1B preset in Q5_K_M,
+		// four alternating rounds: 26.7-29.8 with the burst, 32.6-35.8
+		// spread); elsewhere they keep the burst.
 		const uint8_t *pf = spread && r + 4 < r1 ? row + 4 * rowBytes : 0;
 		if (!spread && r + 2 < r1) kq_prefetch(row + 2 * rowBytes, rowBytes);
 		int t = 0;

@@ -120,7 +120,7 @@ int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 
 // weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
 // fetches the row four ahead into L2 (prefetcht1) rather than L1, Q4_1,
-// Q5_0 and Q5_1 there fetch it the same way rather than the row after next
+// Q5_0, Q5_1 and Q5_K there fetch it the same way rather than the row after next
 // in a burst into L1, and the one-row read of F16 and F32 weights
 // (body_matmul.h's blockt, weft_one_row_reads) fetches WEFT_ONE_ROW_FETCH
 // bytes ahead into L2 where it fetched nothing, for a chunk of rows of at
@@ -132,7 +132,7 @@ int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 // L1's few miss buffers. Machine D, two threads, the 1B preset's matrices:
 // Q8_0 read about 25 % faster for one token and 10 % for two into L2, F16
 // 10-15 % faster with the fetch, and the decode of one sequence ran 4-46 %
-// (Q8_0) and about 14 % (F16, on average) faster. synth-110m's smaller
+// (Q8_0), about 14 % (F16, on average) and 19-22 % (Q5_K_M) faster. synth-110m's smaller
 // chunks (0.15-0.8 MB) read level in a kernel benchmark, but its Q8_0
 // decode ran 5-20 % slower into L2 and its F16 decode lower with the fetch
 // (cause not found), hence the floor; so did synth-110m in Q4_0 on
