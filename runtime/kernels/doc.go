@@ -112,7 +112,7 @@
 //     256-column group is loaded by three 64-byte loads and vpermi2b. The
 //     tile after next is prefetched (on Zen 4 into L2, a group's share at
 //     a time: weft_fetch_l2).
-//   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K
+//   - Few tokens (n < 16; K-quants and IQ4_XS n < 48), Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K
 //     and the 4-bit table types (kern_iq4.c), AVX2 without VNNI, and
 //     Q4_K/Q6_K/IQ4_XS below the lane GEMM (24 tokens, 11 on Zen 4; IQ4_XS 8) on AVX-512 VNNI too
 //     (kern_i8.c; one FMA per super-block beats the VNNI row kernel's
@@ -124,7 +124,8 @@
 //     a K-quant's sub-block scale), one FMA per block (super-block) adds
 //     d*dx times the sum. Q8_0's signs, and those of the table types'
 //     values (looked up by vpshufb), move onto the activations
-//     (|w| * sign(x, w)) so no pair sum saturates; Q4_K's mins and Q6_K's
+//     (|w| * sign(x, w)) so no pair sum saturates; Q5_K's fifth bits come
+//     from qh by a shift and a mask per 32 columns; Q4_K's and Q5_K's mins and Q6_K's
 //     -32 come off through 16-column activation sums. From 64 tokens the
 //     float kernels, which share each dequantized row among more tokens,
 //     win. On AVX-512 VNNI CPUs the K-quant kernel runs 512 bits wide

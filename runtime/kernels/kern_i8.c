@@ -1,7 +1,7 @@
 //go:build cgo
 
 // kern_i8.c: integer row kernels for AVX2 CPUs without VNNI (Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K). Weights stay in their blocks; activations
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K). Weights stay in their blocks; activations
 // are quantized per token to int8. One vpmaddubsw multiplies 32 unsigned
 // weight bytes with 32 signed activations into 16 pair sums and one
 // vpmaddwd adds the pairs (or, for the K-quants, scales them by the
@@ -15,9 +15,9 @@
 //     with a byte shuffle and compare. Q8_0 weights are signed: the sign
 //     of w moves onto the activations (|w| * sign(x, w)), so no pair sum
 //     saturates.
-//   - Q4_K, Q6_K (i8k_row): one activation scale per 256-column super-block
+//   - Q4_K, Q5_K, Q6_K (i8k_row): one activation scale per 256-column super-block
 //     (llama.cpp's Q8_K), so a super-block adds up in integers and takes
-//     one conversion and FMA, not one every 32 columns. Q4_K's mins and
+//     one conversion and FMA, not one every 32 columns. Q4_K's and Q5_K's mins and
 //     Q6_K's -32 come off through the sums of q over each 16 columns.
 //     Per-256 activations are both faster than per-32 ones (fewer
 //     conversions) and closer to llama.cpp, which quantizes K-quant
@@ -132,8 +132,11 @@ void weft_i8k_prep(const float *x, int n, int K, uint8_t *out) {
 		}
 }
 
-// i8k_row: one Q4_K or Q6_K row times NT (1..4) tokens on weft_i8k_prep's
-// layout; qx, dd, bs point at the first token (strides K, K/256, K/16).
+// i8k_row: one Q4_K, Q5_K or Q6_K row times NT (1..4) tokens on
+// weft_i8k_prep's layout; qx, dd, bs point at the first token (strides K,
+// K/256, K/16). Q5_K is Q4_K with qh[32] before the nibbles: bit k of
+// qh[l] is the fifth bit of column l of sub-block k (values up to 31, so
+// a pair sum stays under 2 * 31 * 128).
 static inline __attribute__((always_inline)) void i8k_row(const int type, const uint8_t *row, int K, const int8_t *qx,
 							   const float *dd, const int16_t *bs, float *out, long ldo, const int NT) {
 	const int nsb = K / 256;
@@ -142,9 +145,12 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 #define I8X(t, col) _mm256_loadu_si256((const __m256i *)(qx + (long)(t) * K + (col)))
 #define I8BS(t, sb) _mm256_loadu_si256((const __m256i *)(bs + (long)(t) * (K / 16) + 16 * (sb)))
-	if (type == 12) { // Q4_K: 144-byte super-blocks of 256
+	if (type == 12 || type == 13) { // Q4_K: 144-byte super-blocks of 256; Q5_K: 176
+		const int bsz = type == 12 ? 144 : 176, qoff = type == 12 ? 16 : 48;
+		const __m256i one = _mm256_set1_epi8(1);
 		for (int sb = 0; sb < nsb; sb++) {
-			const uint8_t *blk = row + 144 * sb, *sc = blk + 4, *qs = blk + 16;
+			const uint8_t *blk = row + bsz * sb, *sc = blk + 4, *qs = blk + qoff;
+			const __m256i H = type == 13 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
 			float d = _cvtsh_ss((uint16_t)(blk[0] | blk[1] << 8)), dmin = _cvtsh_ss((uint16_t)(blk[2] | blk[3] << 8));
 			__m128i sm = kq_q4k_scales(sc); // bytes s0..s7, m0..m7
 			__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
@@ -155,6 +161,10 @@ static inline __attribute__((always_inline)) void i8k_row(const int type, const 
 			for (int j = 0; j < 4; j++) {
 				__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
 				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+				if (type == 13) { // bits 2j and 2j+1 of qh to bit 4
+					lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2 * j), one), 4));
+					hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2 * j + 1), one), 4));
+				}
 				__m256i s0 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j)))),
 					s1 = _mm256_shuffle_epi8(s16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
 				int col = 256 * sb + 64 * j;
@@ -219,6 +229,7 @@ int weft_i8_ok(int type, int K) {
 	case 6:
 	case 7: return K % 32 == 0;
 	case 12:
+	case 13:
 	case 14: return K % 256 == 0;
 	}
 	return weft_iq4_ok(type, K, 32);
@@ -311,8 +322,8 @@ static inline __attribute__((always_inline)) void i8k_rows(const int type, const
 }
 
 // weft_i8_kquant: whether the type takes weft_i8k_prep's per-256 activations
-// (Q4_K, Q6_K, and IQ4_XS, whose kernel is kern_iq4.c's).
-int weft_i8_kquant(int type) { return type == 12 || type == 14 || type == 23; }
+// (Q4_K, Q5_K, Q6_K, and IQ4_XS, whose kernel is kern_iq4.c's).
+int weft_i8_kquant(int type) { return type == 12 || type == 13 || type == 14 || type == 23; }
 
 // weft_i8_matmul: rows [r0, r1) for n tokens; prep is weft_i8_prep's output for x
 // (weft_i8k_prep's for the K-quants), or NULL to quantize here.
@@ -334,6 +345,8 @@ int weft_i8_matmul(int type, const uint8_t *w, long rowBytes, int K, int r0, int
 		const int16_t *bs = (const int16_t *)(dd + (long)n * (K / 256));
 		if (type == 12)
 			i8k_rows(12, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
+		else if (type == 13)
+			i8k_rows(13, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
 		else if (type == 14)
 			i8k_rows(14, w, rowBytes, K, r0, r1, qx, dd, bs, n, y, ldy);
 		else

@@ -41,7 +41,7 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 //
 // AVX2 CPUs without VNNI take the integer row kernels (kern_i8.c) below
 // WEFT_I8_MAX_N tokens for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 and below
-// WEFT_I8_MAX_N_K for Q4_K, Q6_K and IQ4_XS: they beat the float kernels
+// WEFT_I8_MAX_N_K for Q4_K, Q5_K, Q6_K and IQ4_XS: they beat the float kernels
 // several times over for one token and lose from 64, where the float
 // kernels share each dequantized row among more tokens; the K-quants and
 // IQ4_XS, with per-256 activations, hold out longer. AVX-512 VNNI CPUs
@@ -219,8 +219,8 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
 	int maxn = weft_i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
-	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block
-		return weft_i8_kquant(type) && n < weft_lane_min_n(type) && weft_i8_ok(type, K);
+	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block (Q5_K: vnni_row's)
+		return weft_i8_kquant(type) && type != 13 && n < weft_lane_min_n(type) && weft_i8_ok(type, K);
 	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && weft_i8_ok(type, K);
 #else
 	(void)isa, (void)type, (void)K, (void)n;

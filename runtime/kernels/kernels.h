@@ -115,7 +115,7 @@ enum {
 #define WEFT_LANE_MIN_N_Q5_K 5
 #endif
 // Below WEFT_I8_MAX_N (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and WEFT_I8_MAX_N_K
-// (Q4_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
+// (Q4_K, Q5_K, Q6_K, IQ4_XS) tokens, AVX2 CPUs take the integer row kernels (kern_i8.c).
 #ifndef WEFT_I8_MAX_N
 #define WEFT_I8_MAX_N 16
 #endif

@@ -137,10 +137,10 @@ func TestInt8LegacyTypes(t *testing.T) {
 
 // TestQ5KLaneGEMM holds Q5_K (Q5_K_M's type) to the reference on every
 // kernel set at the token counts around the lane GEMM's threshold and its
-// second panel pair, after checking the dispatch on AVX-512 VNNI: the
-// VNNI row kernel below WEFT_LANE_MIN_N_Q5_K tokens, the lane GEMM from
-// it, so that a dispatch which sent Q5_K prompts back to the float path
-// fails.
+// second panel pair, after checking the dispatch: on AVX-512 VNNI the VNNI
+// row kernel below WEFT_LANE_MIN_N_Q5_K tokens, the lane GEMM from it; on
+// AVX2 and AVX-512 one token on int8 products (kern_i8.c), so that a
+// dispatch which sent Q5_K back to the float path fails.
 func TestQ5KLaneGEMM(t *testing.T) {
 	const prepLane = 1 // WEFT_PREP_LANE (kernels.h)
 	w := quant.Weight{Type: gguf.TypeQ5_K, Cols: 2048}
@@ -155,6 +155,11 @@ func TestQ5KLaneGEMM(t *testing.T) {
 		}
 	}
 	t.Logf("avx512vnni takes the lane GEMM for Q5_K from %d tokens", from)
+	for _, isa := range availableISAs() {
+		if isa >= isaAVX2 && !usesQuantizedActivations(isa, w, 1) {
+			t.Errorf("Q5_K, one token: the %v kernels do not take int8 products", isa)
+		}
+	}
 	if bestISA() >= isaVNNI && (from < 2 || from > 24) {
 		t.Fatalf("Q5_K: avx512vnni takes the lane GEMM from %d tokens, want 2..24", from)
 	}
