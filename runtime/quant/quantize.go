@@ -123,13 +123,21 @@ func quantQ5_0(dst []byte, x []float32) {
 	d, id := signedScale(x, -16)
 	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	q := func(v float32) uint32 { return uint32(min(31, max(0, int(v*id+16.5)))) }
+	binary.LittleEndian.PutUint32(dst[2:], packQ5(dst[6:22], x, q))
+}
+
+// packQ5 writes the 5-bit quants q(x[j]) of a 32-value block as Q5_0 and
+// Q5_1 store them: value j's low four bits in the low nibble of qs[j%16]
+// (j < 16) or its high nibble, and returns the fifth bits (value j's at
+// bit j).
+func packQ5(qs []byte, x []float32, q func(float32) uint32) uint32 {
 	var qh uint32
 	for j := range 16 {
 		lo, hi := q(x[j]), q(x[j+16])
-		dst[6+j] = byte(lo&0xf | (hi&0xf)<<4)
+		qs[j] = byte(lo&0xf | (hi&0xf)<<4)
 		qh |= (lo>>4)<<j | (hi>>4)<<(j+16)
 	}
-	binary.LittleEndian.PutUint32(dst[2:], qh)
+	return qh
 }
 
 // quantQ5_1 encodes 32 values as d, m (F16), qh (the fifth bits, value j
@@ -148,13 +156,7 @@ func quantQ5_1(dst []byte, x []float32) {
 	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
 	binary.LittleEndian.PutUint16(dst[2:], F32ToF16(lo))
 	q := func(v float32) uint32 { return uint32(min(31, max(0, int((v-lo)*id+0.5)))) }
-	var qh uint32
-	for j := range 16 {
-		a, b := q(x[j]), q(x[j+16])
-		dst[8+j] = byte(a&0xf | (b&0xf)<<4)
-		qh |= (a>>4)<<j | (b>>4)<<(j+16)
-	}
-	binary.LittleEndian.PutUint32(dst[4:], qh)
+	binary.LittleEndian.PutUint32(dst[4:], packQ5(dst[8:24], x, q))
 }
 
 func quantQ4_K(dst []byte, x []float32) { quantKMin(dst, dst[16:], nil, x, 15) }
