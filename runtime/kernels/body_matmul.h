@@ -682,7 +682,9 @@ int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1
 	// the one-row read's fetch into L2 (blockt), for chunks of 1 MiB or more
 	const int fd = (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES && weft_fetch_l2() ? WEFT_ONE_ROW_FETCH : 0;
 #if defined(HAVE_F16C)
-	if (type == 1 && (VW != 8 || nsel < WEFT_F16_TILE_N)) { // F16: converted in registers, no tile
+	// F16: converted in registers, no tile (but for AVX2 from WEFT_F16_TILE_N
+	// tokens, AVX-512 on Intel from WEFT_F16_TILE_N_INTEL: weft_f16_tile512)
+	if (type == 1 && (VW == 8 ? nsel < WEFT_F16_TILE_N : VW != 16 || !weft_f16_tile512(K, nsel))) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
 			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r, fd);

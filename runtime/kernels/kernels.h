@@ -135,7 +135,7 @@ enum {
 // WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for Zen 5's long rows (WEFT_LONG_ROW_K),
 // which take the GEMM from WEFT_F16_GEMM_LONG_N tokens.
 #ifndef WEFT_F16_GEMM_N
-#define WEFT_F16_GEMM_N 12
+#define WEFT_F16_GEMM_N 24
 #endif
 #ifndef WEFT_F16_GEMM_LONG_N
 #define WEFT_F16_GEMM_LONG_N 64
@@ -151,9 +151,14 @@ enum {
 #define WEFT_GEMM_KC 128
 #endif
 // WEFT_F16_TILE_N: from this many tokens the AVX2 build converts F16 rows
-// into the float tile once instead of in registers per token group.
+// into the float tile once instead of in registers per token group;
+// WEFT_F16_TILE_N_INTEL: the AVX-512 build on Intel's CPUs, below its GEMM
+// (weft_f16_tile512).
 #ifndef WEFT_F16_TILE_N
 #define WEFT_F16_TILE_N 8
+#endif
+#ifndef WEFT_F16_TILE_N_INTEL
+#define WEFT_F16_TILE_N_INTEL 3
 #endif
 // WEFT_TILE_FLOATS: the dot-product kernel's dequantized weight tile for
 // more than 4 tokens, 32 KiB, so it stays in L1 while the tokens pass it.
@@ -255,6 +260,11 @@ float weft_stream_sum(int isa, const float *p, long n);
 // packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
 // tokens; how many rows the dot-product kernel dequantizes per tile.
 int weft_gemm_pays(int type, int K, int n);
+// weft_f16_tile512: whether the AVX-512 build converts F16 rows into the
+// float tile for n tokens of rows of K (below its GEMM); weft_set_f16_tile512 forces it
+// on (1) or off (0) on any CPU, or back to the CPU's rule (-1), for tests.
+int weft_f16_tile512(int K, int n);
+void weft_set_f16_tile512(int mode);
 int weft_gemm_short_rows(int K, int n);
 int weft_tile_rows(int K, int n);
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used
