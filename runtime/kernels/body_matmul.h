@@ -175,7 +175,9 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 		// and reduce add the lanes alike). Within the caller's rows (pf)
 		// the next pair is prefetched: for one token all of it as the pair
 		// starts, for two (twice the work per byte) line by line, four
-		// rows ahead (the figures: BENCHMARKS.md §1, what bounds decode).
+		// rows ahead, and so for one on Intel's AVX-512 cores
+		// (weft_pair_fetch_lines; the figures: BENCHMARKS.md §1, what
+		// bounds decode).
 		// Zen 4 (weft_one_row_reads) reads them faster a row at a time,
 		// with no software prefetch, or, in the caller's chunks of
 		// WEFT_FETCH_L2_BYTES or more (fd, weft_fetch_l2), fetching the
@@ -191,7 +193,9 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 			return;
 		}
 		for (; i + 2 <= m; i += 2) {
-			if (n == 1) {
+			if (n == 1 && VW == 16 && weft_pair_fetch_lines()) {
+				FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 2, 1, WH, i + 6 <= pf);
+			} else if (n == 1) {
 				if (i + 4 <= pf)
 					for (long off = 0; off < rowb + K * (WH ? 2 : 4); off += 64)
 						__builtin_prefetch((const char *)WOFF(i + 2) + off, 0, 3);

@@ -120,6 +120,14 @@ static int weft_f16_gemm_from(int K) {
 // BENCHMARKS.md §1 (what bounds the CPU runtime).
 int weft_one_row_reads(void) { return weft_amd_family() == 0x19; }
 
+// weft_pair_fetch_lines: Intel's cores (not AMD's) fetch the pair read's
+// rows four ahead line by line for one token too, as for two: on machine C
+// (Intel Xeon, family 6 model 167) the 1B preset in F16 decoded one
+// sequence in 81-84 ms a step against 103-105 with the whole next pair
+// fetched as a pair starts, which on Zen 5 (machine A) was the faster one
+// beyond the cache. The sums are the same bits either way.
+int weft_pair_fetch_lines(void) { return weft_amd_family() == 0; }
+
 // weft_fetch_l2: whether the Q8_0 row kernel (kern_vnni.c's vnni_row)
 // fetches the row four ahead into L2 (prefetcht1) rather than L1, Q4_1,
 // Q5_0, Q5_1 and Q5_K there fetch it the same way rather than the row after next

@@ -271,6 +271,10 @@ int weft_tile_rows(int K, int n);
 // in place a row at a time, without software prefetch but weft_fetch_l2's,
 // for one or two tokens.
 int weft_one_row_reads(void);
+// weft_pair_fetch_lines: whether the AVX-512 build's pair read of weights
+// used in place fetches the rows ahead line by line for one token, as for
+// two, rather than the whole next pair as a pair starts (kernels.c).
+int weft_pair_fetch_lines(void);
 // weft_fetch_l2: whether the Q8_0, Q4_1, Q5_0, Q5_1 and Q5_K row kernel
 // (kern_vnni.c's vnni_row) fetches the row ahead into L2 rather than L1,
 // and the one-row read (body_matmul.h's blockt) fetches
