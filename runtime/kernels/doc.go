@@ -166,8 +166,10 @@
 //     AVX-512 build both packings transpose 16 x 16 blocks in registers,
 //     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
-//     96 for F32. F16 takes it from 12 tokens (one full panel) on Intel,
-//     and from WEFT_GEMM_BIG_N (160) on AMD from family 25 (Zen 4) on, where
+//     96 for F32. F16 takes it from 24 tokens (two full panels) on Intel,
+//     where from 3 tokens up to that the rows are converted into the
+//     float tile once for the dot kernel (weft_f16_tile512), and from
+//     WEFT_GEMM_BIG_N (160) on AMD from family 25 (Zen 4) on, where
 //     the dot kernel, converting rows in registers, keeps it below that
 //     (Zen 4 splits each 512-bit FMA in two; Zen 5 converts and multiplies
 //     fast enough); weft_f16_gemm_from reads the CPU's vendor and family

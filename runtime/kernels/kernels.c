@@ -181,18 +181,19 @@ static int weft_f16_tile_mode = -1;
 void weft_set_f16_tile512(int mode) { __atomic_store_n(&weft_f16_tile_mode, mode, __ATOMIC_RELAXED); }
 
 // weft_f16_tile512: on Intel's AVX-512 cores, F16 products of
-// WEFT_F16_TILE_N_INTEL tokens or more (below the GEMM's
-// WEFT_F16_GEMM_N) convert 4 rows at a time into the float tile once
-// (weft_tile_rows) and run the dot-product kernel on it, rather than
-// converting the rows in registers again for every group of 4 tokens: on
+// WEFT_F16_TILE_N_INTEL tokens or more (below the GEMM's WEFT_F16_GEMM_N)
+// convert the rows into the float tile once (weft_tile_rows: 4 rows, or
+// 32 KiB of them) and run the dot-product kernel on it, rather than
+// converting them in registers again for every group of 4 tokens: on
 // machine C the 1B preset decoded 4 sequences in 151 ms a step against
 // 206, 16 in 251-259 against the GEMM's 328-330 (BENCHMARKS.md §1, what
 // bounds the CPU runtime). One and two tokens keep the in-register read,
 // which streams the rows (87 ms against 137 for two). For rows of whole
 // vectors (K a multiple of 16) both take every (row, token) sum from the
-// same micro-kernel in the same order: the results are the same bits;
-// other rows, whose tails the two convert apart, keep the in-register read. AMD's CPUs keep the in-register kernel (not
-// measured with the tile).
+// same micro-kernel in the same order, so the results are the same bits;
+// other rows, whose tails the two convert apart, keep the in-register
+// read. AMD's CPUs keep the in-register kernel (not measured with the
+// tile).
 int weft_f16_tile512(int K, int n) {
 	if (K % 16 || n < WEFT_F16_TILE_N_INTEL) return 0;
 	int mode = __atomic_load_n(&weft_f16_tile_mode, __ATOMIC_RELAXED);
