@@ -192,8 +192,9 @@ static inline __attribute__((always_inline)) void FN(blockt)(const void *w, long
 			}
 			return;
 		}
+		const int lines = n == 1 && VW == 16 && weft_pair_fetch_lines(); // asked once, not per pair
 		for (; i + 2 <= m; i += 2) {
-			if (n == 1 && VW == 16 && weft_pair_fetch_lines()) {
+			if (lines) {
 				FN(micro)(WOFF(i), ldw, x, ldx, K, y + i, ldy, 2, 1, WH, i + 6 <= pf);
 			} else if (n == 1) {
 				if (i + 4 <= pf)
