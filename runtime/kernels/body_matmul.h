@@ -668,6 +668,111 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 }
 #undef GMR
 
+#if defined(HAVE_F16C) && VW == 16
+// ---- F16 with the tokens along the vector (weft_f16_tokvec) ----
+// The lanes of a vector are 16 tokens (a panel); a block of R rows is
+// converted a line (32 columns) at a time into a buffer in L1, and each of
+// its floats meets the panel in one FMA that broadcasts it from memory: per
+// k, R FMAs per panel, one load of the panel's k-th column, no horizontal
+// sums and no transposed copy of the rows. Each (row, token) sum runs over
+// k in order in one lane.
+
+#define TOKVEC_RMAX 24
+// tpack writes panels of 16 tokens of x, transposed: xt[(p*K + k)*16 + t]
+// = x[(p*16 + t)*K + k], zeros past n. K is a multiple of 16.
+static void FN(tpack)(const float *x, int n, int K, float *xt) {
+	int panels = (n + 15) / 16;
+	for (int p = 0; p < panels; p++)
+		for (int k = 0; k < K; k += 16) {
+			FN(vf) v[16];
+			for (int t = 0; t < 16; t++) v[t] = p * 16 + t < n ? FN(ld)(x + (long)(p * 16 + t) * K + k) : (FN(vf)){0};
+			FN(tr16)(v);
+			for (int c = 0; c < 16; c++) memcpy(xt + ((long)p * K + k + c) * 16, &v[c], 64);
+		}
+}
+
+// tchunk: the accumulators of tmicro over columns [k, k + CW) (CW 16 or
+// 32: a whole line of each row): the rows' CW columns converted into buf,
+// then each float broadcast into one FMA per panel.
+#define TCHUNK(CW)                                                                                                    \
+	do {                                                                                                          \
+		_Pragma("GCC unroll 32") for (int i = 0; i < R; i++) for (int h = 0; h < CW; h += 16)                      \
+			_mm512_store_ps(buf + i * 32 + h, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + i * ldw + k + h)))); \
+		if (fetched < nf)                                                                                     \
+			for (int l = 0; l < R * CW * 2 && fetched < nf; l += 64, fetched += 64) __builtin_prefetch(next + fetched, 0, 2); \
+		for (int c = 0; c < CW; c++) {                                                                        \
+			__m512 xv[2];                                                                                 \
+			_Pragma("GCC unroll 2") for (int p = 0; p < PP; p++) xv[p] = _mm512_load_ps(xt + ((long)(p0 + p) * K + k + c) * 16); \
+			_Pragma("GCC unroll 32") for (int i = 0; i < R; i++) {                                        \
+				__m512 b = _mm512_set1_ps(buf[i * 32 + c]);                                           \
+				_Pragma("GCC unroll 2") for (int p = 0; p < PP; p++) acc[p][i] = _mm512_fmadd_ps(b, xv[p], acc[p][i]); \
+			}                                                                                             \
+		}                                                                                                     \
+	} while (0)
+
+// tmicro: y[t*ldy + i] = sum_k w[i*ldw + k] * xt[(p*K + k)*16 + t - p*16]
+// for i < R and the tokens t < nt of PP panels from p0 (constant R, PP:
+// R x PP accumulators). nf: bytes of the rows after these that may be
+// fetched (the next block, R lines per 32 columns).
+static inline __attribute__((always_inline)) void FN(tmicro)(const uint16_t *w, long ldw, int K, const float *xt, int p0, int nt,
+							      float *y, long ldy, const int R, const int PP, long nf) {
+	__m512 acc[2][TOKVEC_RMAX];
+#pragma GCC unroll 2
+	for (int p = 0; p < PP; p++)
+#pragma GCC unroll 32
+		for (int i = 0; i < R; i++) acc[p][i] = _mm512_setzero_ps();
+	float buf[TOKVEC_RMAX * 32] __attribute__((aligned(64)));
+	const char *next = (const char *)(w + (long)R * ldw);
+	long fetched = 0;
+	int k = 0;
+	for (; k + 32 <= K; k += 32) TCHUNK(32);
+	if (k < K) TCHUNK(16);
+#pragma GCC unroll 2
+	for (int p = 0; p < PP; p++) {
+		float out[TOKVEC_RMAX * 16];
+#pragma GCC unroll 32
+		for (int i = 0; i < R; i++) _mm512_storeu_ps(out + i * 16, acc[p][i]);
+		int te = nt - (p0 + p) * 16 < 16 ? nt - (p0 + p) * 16 : 16;
+		for (int t = 0; t < te; t++)
+			for (int i = 0; i < R; i++) y[(long)((p0 + p) * 16 + t) * ldy + i] = out[i * 16 + t];
+	}
+}
+#undef TCHUNK
+
+#define TOKVEC_R1 24
+#define TOKVEC_R2 14
+// tokvec: rows [r0, r1) of the F16 matrix w for n tokens, the tokens along
+// the vector (tmicro): blocks of TOKVEC_R1 rows for one panel at a time,
+// TOKVEC_R2 for two.
+static int FN(tokvec)(const uint8_t *w8, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y, long ldy) {
+	int panels = (n + 15) / 16;
+	float *xt = weft_scratch(0, (long)panels * K * 16);
+	if (!xt) return WEFT_ENOMEM;
+	FN(tpack)(x, n, K, xt);
+	const long ldw = rowBytes / 2;
+	const uint16_t *w = (const uint16_t *)w8;
+	const int R = panels >= 2 ? TOKVEC_R2 : TOKVEC_R1;
+	int r = r0;
+	for (; r + R <= r1; r += R) {
+		const uint16_t *wr = w + (long)r * ldw;
+		long nf = r + 2 * R <= r1 ? (long)R * rowBytes : 0;
+		float *yr = y + r;
+		int p = 0;
+		if (R == TOKVEC_R2) {
+			for (; p + 2 <= panels; p += 2) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 2, p == 0 ? nf : 0);
+			if (p < panels) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 1, 0);
+		} else {
+			FN(tmicro)(wr, ldw, K, xt, 0, n, yr, ldy, TOKVEC_R1, 1, nf);
+		}
+	}
+	for (; r + 4 <= r1; r += 4)
+		for (int p = 0; p < panels; p++) FN(tmicro)(w + (long)r * ldw, ldw, K, xt, p, n, y + r, ldy, 4, 1, 0);
+	for (; r < r1; r++)
+		for (int p = 0; p < panels; p++) FN(tmicro)(w + (long)r * ldw, ldw, K, xt, p, n, y + r, ldy, 1, 1, 0);
+	return 0;
+}
+#endif
+
 // matmul: rows [r0, r1) of y = W x for n tokens. F32 weights are used in
 // place; other types are dequantized RB rows at a time into a thread-local
 // f32 tile (row stride K), which then meets every token while it sits in
@@ -683,13 +788,16 @@ static int FN(uses_gemm)(int type, int K, int n) {
 // the number of tokens and the tile.
 int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, int nsel,
 		      float *y, long ldy) {
+#if defined(HAVE_F16C) && VW == 16
+	if (type == 1 && weft_f16_tokvec(K, nsel)) return FN(tokvec)(w, rowBytes, K, r0, r1, x, n, y, ldy);
+#endif
 	if (FN(uses_gemm)(type, K, nsel)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 	// the one-row read's fetch into L2 (blockt), for chunks of 1 MiB or more
 	const int fd = (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES && weft_fetch_l2() ? WEFT_ONE_ROW_FETCH : 0;
 #if defined(HAVE_F16C)
 	// F16: converted in registers, no tile (but for AVX2 from WEFT_F16_TILE_N
-	// tokens, AVX-512 on Intel from WEFT_F16_TILE_N_INTEL: weft_f16_tile512)
-	if (type == 1 && (VW == 8 ? nsel < WEFT_F16_TILE_N : VW != 16 || !weft_f16_tile512(K, nsel))) {
+	// tokens)
+	if (type == 1 && (VW != 8 || nsel < WEFT_F16_TILE_N)) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
 			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r, fd);

@@ -156,6 +156,16 @@
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.
+//   - F16 on Intel's AVX-512 cores, 3 to 159 tokens, rows of whole
+//     vectors (weft_f16_tokvec): the tokens along the vector. x is
+//     transposed into panels of 16 tokens ([k][token], one register per
+//     k); a block of 24 rows (14 when two panels go together) is converted
+//     a line (32 columns) at a time into a buffer in L1, and each of its
+//     floats is broadcast from memory into one FMA per panel, so the 24
+//     or 28 accumulators hold a row's tokens: no horizontal sums, no
+//     transposed copy of the rows, and the tokens are read once per row
+//     block instead of from L2 for every 4 rows. The next block is
+//     fetched as the block runs.
 //   - Many tokens: a packed GEMM. x is packed in panels of 12 tokens as
 //     [k][token] (by each chunk); each 32-row weight tile is dequantized
 //     and transposed to [k][row] (F16 converted while transposing); the
@@ -166,9 +176,9 @@
 //     AVX-512 build both packings transpose 16 x 16 blocks in registers,
 //     so the GEMM pays from 24 tokens for long rows (K >= 1536, where the
 //     dot kernel slows down), from 48 for quantized K = 768 rows and from
-//     96 for F32. F16 takes it from 24 tokens (two full panels) on Intel,
-//     where from 3 tokens up to that the rows are converted into the
-//     float tile once for the dot kernel (weft_f16_tile512), and from
+//     96 for F32. F16 takes it from 12 tokens (one full panel) on Intel
+//     for rows that are not whole vectors (others: the tokens along the
+//     vector, below), and from
 //     WEFT_GEMM_BIG_N (160) on AMD from family 25 (Zen 4) on, where
 //     the dot kernel, converting rows in registers, keeps it below that
 //     (Zen 4 splits each 512-bit FMA in two; Zen 5 converts and multiplies

@@ -81,12 +81,12 @@ static unsigned weft_amd_family(void) {
 static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 
 // weft_f16_gemm_from: F16's dot-product kernel converts the rows in
-// registers for every group of 4 tokens (on Intel into the float tile
-// once: weft_f16_tile512), the GEMM once per 32-row tile for
+// registers for every group of 4 tokens, the GEMM once per 32-row tile for
 // all tokens, with 2 x 12 accumulators fed by one FMA each per k. The rule:
-// Intel's AVX-512 cores take the GEMM from two full 12-token panels
-// (WEFT_F16_GEMM_N; below that the tile's dot kernel beat it at 16 and 20
-// tokens and was level at 12); AMD from family 25 on (Zen 4, which runs each 512-bit
+// Intel's AVX-512 cores take the GEMM from one full 12-token panel
+// (WEFT_F16_GEMM_N), for rows that are not whole vectors: rows of whole
+// vectors put the tokens along the vector from 3 tokens up to
+// WEFT_GEMM_BIG_N instead (weft_f16_tokvec, asked first); AMD from family 25 on (Zen 4, which runs each 512-bit
 // FMA as two halves, and Zen 5, which converts and multiplies in registers
 // fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens, but Zen 5
 // (family 26 on) takes it for long rows (K >= WEFT_LONG_ROW_K) from
@@ -175,29 +175,30 @@ int weft_gemm_pays(int type, int K, int n) {
 	return n >= (type == 0 ? 96 : 48);
 }
 
-// weft_f16_tile_mode: -1 the CPU's rule, 0 or 1 forced (tests).
-static int weft_f16_tile_mode = -1;
+// weft_f16_tokvec_mode: -1 the CPU's rule, 0 or 1 forced (tests).
+static int weft_f16_tokvec_mode = -1;
 
-void weft_set_f16_tile512(int mode) { __atomic_store_n(&weft_f16_tile_mode, mode, __ATOMIC_RELAXED); }
+void weft_set_f16_tokvec(int mode) { __atomic_store_n(&weft_f16_tokvec_mode, mode, __ATOMIC_RELAXED); }
 
-// weft_f16_tile512: on Intel's AVX-512 cores, F16 products of
-// WEFT_F16_TILE_N_INTEL tokens or more (below the GEMM's WEFT_F16_GEMM_N)
-// convert the rows into the float tile once (weft_tile_rows: 4 rows, or
-// 32 KiB of them) and run the dot-product kernel on it, rather than
-// converting them in registers again for every group of 4 tokens: on
-// machine C the 1B preset decoded 4 sequences in 151 ms a step against
-// 206, 16 in 251-259 against the GEMM's 328-330 (BENCHMARKS.md §1, what
-// bounds the CPU runtime). One and two tokens keep the in-register read,
-// which streams the rows (87 ms against 137 for two). For rows of whole
-// vectors (K a multiple of 16) both take every (row, token) sum from the
-// same micro-kernel in the same order, so the results are the same bits;
-// other rows, whose tails the two convert apart, keep the in-register
-// read. AMD's CPUs keep the in-register kernel (not measured with the
-// tile).
-int weft_f16_tile512(int K, int n) {
-	if (K % 16 || n < WEFT_F16_TILE_N_INTEL) return 0;
-	int mode = __atomic_load_n(&weft_f16_tile_mode, __ATOMIC_RELAXED);
-	return mode >= 0 ? mode : weft_amd_family() == 0;
+// weft_f16_tokvec: on Intel's AVX-512 cores, F16 products of
+// WEFT_F16_TOKVEC_N tokens up to WEFT_GEMM_BIG_N put the tokens along the
+// vector (body_matmul.h's tokvec: a panel of 16 tokens per register, each
+// weight broadcast into one FMA per panel, no horizontal sums and no
+// transposed copy of the rows), where the dot kernel converted the rows
+// into a float tile of 4 rows and read all tokens past it from L2 for
+// every 4 rows, and from 24 tokens the GEMM transposed them. On machine C
+// (Intel Xeon, family 6 model 167) the 1B preset decoded 16 sequences in
+// 148-160 ms a step against 255-256, 32 in 240-256 against 440-477, 64 in
+// 529-553 against 728-760 and 3 or 4 in 143-151 against 153-158
+// (BENCHMARKS.md §1, what bounds the CPU runtime). Rows of whole vectors (K a multiple of 16)
+// only. Each (row, token) sum runs over k in order, so its bits differ from
+// the dot kernel's (and batch-invariant products, which pick by one token,
+// never take it). AMD's CPUs keep their rules (not measured with it).
+int weft_f16_tokvec(int K, int n) {
+	if (K % 16) return 0;
+	int mode = __atomic_load_n(&weft_f16_tokvec_mode, __ATOMIC_RELAXED);
+	if (mode >= 0) return mode;
+	return n >= WEFT_F16_TOKVEC_N && n < WEFT_GEMM_BIG_N && weft_amd_family() == 0;
 }
 
 // weft_gemm_short_rows: short rows take the packed GEMM from a few tokens

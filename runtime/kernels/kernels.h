@@ -131,11 +131,11 @@ enum {
 // (weft_gemm_pays, weft_f16_gemm_from).
 #define WEFT_LONG_ROW_K 1536
 // From WEFT_F16_GEMM_N tokens F16 takes the packed GEMM in the AVX-512
-// build on Intel; AMD from Zen 4 on keeps the dot kernel up to
+// build on Intel for rows that are not whole vectors (others: weft_f16_tokvec); AMD from Zen 4 on keeps the dot kernel up to
 // WEFT_GEMM_BIG_N (weft_f16_gemm_from), but for Zen 5's long rows (WEFT_LONG_ROW_K),
 // which take the GEMM from WEFT_F16_GEMM_LONG_N tokens.
 #ifndef WEFT_F16_GEMM_N
-#define WEFT_F16_GEMM_N 24
+#define WEFT_F16_GEMM_N 12
 #endif
 #ifndef WEFT_F16_GEMM_LONG_N
 #define WEFT_F16_GEMM_LONG_N 64
@@ -152,13 +152,14 @@ enum {
 #endif
 // WEFT_F16_TILE_N: from this many tokens the AVX2 build converts F16 rows
 // into the float tile once instead of in registers per token group;
-// WEFT_F16_TILE_N_INTEL: the AVX-512 build on Intel's CPUs, below its GEMM
-// (weft_f16_tile512).
+// WEFT_F16_TOKVEC_N: from this many tokens (below WEFT_GEMM_BIG_N) the
+// AVX-512 build on Intel's CPUs puts the tokens along the vector
+// (weft_f16_tokvec).
 #ifndef WEFT_F16_TILE_N
 #define WEFT_F16_TILE_N 8
 #endif
-#ifndef WEFT_F16_TILE_N_INTEL
-#define WEFT_F16_TILE_N_INTEL 3
+#ifndef WEFT_F16_TOKVEC_N
+#define WEFT_F16_TOKVEC_N 3
 #endif
 // WEFT_TILE_FLOATS: the dot-product kernel's dequantized weight tile for
 // more than 4 tokens, 32 KiB, so it stays in L1 while the tokens pass it.
@@ -260,11 +261,12 @@ float weft_stream_sum(int isa, const float *p, long n);
 // packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
 // tokens; how many rows the dot-product kernel dequantizes per tile.
 int weft_gemm_pays(int type, int K, int n);
-// weft_f16_tile512: whether the AVX-512 build converts F16 rows into the
-// float tile for n tokens of rows of K (below its GEMM); weft_set_f16_tile512 forces it
-// on (1) or off (0) on any CPU, or back to the CPU's rule (-1), for tests.
-int weft_f16_tile512(int K, int n);
-void weft_set_f16_tile512(int mode);
+// weft_f16_tokvec: whether the AVX-512 build takes an F16 product of n
+// tokens of rows of K with the tokens along the vector (body_matmul.h's
+// tokvec); weft_set_f16_tokvec forces it on (1, any n) or off (0) on any
+// CPU, or back to the CPU's rule (-1), for tests.
+int weft_f16_tokvec(int K, int n);
+void weft_set_f16_tokvec(int mode);
 int weft_gemm_short_rows(int K, int n);
 int weft_tile_rows(int K, int n);
 // weft_one_row_reads: whether the AVX2 and AVX-512 builds read weights used

@@ -44,10 +44,10 @@ func setIQ4VBMI(on bool) bool {
 
 var iq4VBMI bool
 
-// setF16Tile512 has the AVX-512 build convert F16 rows into the float tile
-// from 3 tokens for rows of whole vectors (1) or never (0) on any CPU, or follow the CPU's rule
-// (-1): weft_f16_tile512. For tests.
-func setF16Tile512(mode int) { C.weft_set_f16_tile512(C.int(mode)) }
+// setF16TokVec has the AVX-512 build take F16 products with the tokens
+// along the vector for every token count on rows of whole vectors (1),
+// never (0), or follow the CPU's rule (-1): weft_f16_tokvec. For tests.
+func setF16TokVec(mode int) { C.weft_set_f16_tokvec(C.int(mode)) }
 
 // matmulRowsC runs the C kernel; prep is x prepared by prepActivations
 // for this product's prepKind, or nil. A C status other than WEFT_OK comes
