@@ -677,6 +677,9 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 // sums and no transposed copy of the rows. Each (row, token) sum runs over
 // k in order in one lane.
 
+// TOKVEC_RMAX: the most rows of a block. tmicro's arrays take this fixed
+// size: sized by its R they would be variable-length, on the stack, and
+// the accumulators would not stay in registers.
 #define TOKVEC_RMAX 24
 // tpack writes panels of 16 tokens of x, transposed: xt[(p*K + k)*16 + t]
 // = x[(p*16 + t)*K + k], zeros past n. K is a multiple of 16.
@@ -691,7 +694,7 @@ static void FN(tpack)(const float *x, int n, int K, float *xt) {
 		}
 }
 
-// tchunk: the accumulators of tmicro over columns [k, k + CW) (CW 16 or
+// TCHUNK: the accumulators of tmicro over columns [k, k + CW) (CW 16 or
 // 32: a whole line of each row): the rows' CW columns converted into buf,
 // then each float broadcast into one FMA per panel.
 #define TCHUNK(CW)                                                                                                    \
