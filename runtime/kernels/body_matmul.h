@@ -760,13 +760,13 @@ static int FN(tokvec)(const uint8_t *w8, long rowBytes, int K, int r0, int r1, c
 		const uint16_t *wr = w + (long)r * ldw;
 		long nf = r + 2 * R <= r1 ? (long)R * rowBytes : 0;
 		float *yr = y + r;
-		int p = 0;
-		if (R == TOKVEC_R2) {
-			for (; p + 2 <= panels; p += 2) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 2, p == 0 ? nf : 0);
-			if (p < panels) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 1, 0);
-		} else {
+		if (panels == 1) {
 			FN(tmicro)(wr, ldw, K, xt, 0, n, yr, ldy, TOKVEC_R1, 1, nf);
+			continue;
 		}
+		int p = 0;
+		for (; p + 2 <= panels; p += 2) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 2, p == 0 ? nf : 0);
+		if (p < panels) FN(tmicro)(wr, ldw, K, xt, p, n, yr, ldy, TOKVEC_R2, 1, 0);
 	}
 	for (; r + 4 <= r1; r += 4)
 		for (int p = 0; p < panels; p++) FN(tmicro)(w + (long)r * ldw, ldw, K, xt, p, n, y + r, ldy, 4, 1, 0);

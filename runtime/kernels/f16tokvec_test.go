@@ -12,7 +12,7 @@ import (
 // TestF16TokVec holds the AVX-512 build's F16 products with the tokens
 // along the vector (weft_f16_tokvec, forced on for every token count) to
 // the float64 reference: row counts that leave tails of the 24- and
-// 12-row blocks, one panel of tokens or several (odd panel counts leave one
+// 14-row blocks, one panel of tokens or several (odd panel counts leave one
 // alone), and rows of one vector up to the 1B preset's FFN width. Rows that
 // are not whole vectors keep the other kernels; one such shape checks that.
 func TestF16TokVec(t *testing.T) {

@@ -190,8 +190,8 @@ void weft_set_f16_tokvec(int mode) { __atomic_store_n(&weft_f16_tokvec_mode, mod
 // (Intel Xeon, family 6 model 167) the 1B preset decoded 16 sequences in
 // 148-160 ms a step against 255-256, 32 in 240-256 against 440-477, 64 in
 // 529-553 against 728-760 and 3 or 4 in 143-151 against 153-158
-// (BENCHMARKS.md §1, what bounds the CPU runtime). Rows of whole vectors (K a multiple of 16)
-// only. Each (row, token) sum runs over k in order, so its bits differ from
+// (BENCHMARKS.md §1, what bounds the CPU runtime). Rows of whole vectors
+// (K a multiple of 16) only. Each (row, token) sum runs over k in order, so its bits differ from
 // the dot kernel's (and batch-invariant products, which pick by one token,
 // never take it). AMD's CPUs keep their rules (not measured with it).
 int weft_f16_tokvec(int K, int n) {
