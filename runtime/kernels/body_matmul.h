@@ -551,6 +551,29 @@ static inline __attribute__((always_inline)) void FN(tr16)(FN(vf) *r) {
 #undef TR_STAGE
 #endif
 
+#if VW == 8
+// tr8 transposes the 8 x 8 block r in registers: three stages, each
+// swapping one bit of the row index with the same bit of the lane index
+// (AVX2: move-and-duplicate with blends, in-lane shuffles, lane permutes).
+#define TR_STAGE(H, LO, HI)                                                                                          \
+	for (int i = 0; i < 8; i++)                                                                                  \
+		if (!(i & H)) {                                                                                      \
+			FN(vf) a = r[i], c = r[i + H];                                                               \
+			r[i] = __builtin_shuffle(a, c, LO);                                                          \
+			r[i + H] = __builtin_shuffle(a, c, HI);                                                      \
+		}
+static inline __attribute__((always_inline)) void FN(tr8)(FN(vf) *r) {
+	typedef int FN(vi8) __attribute__((vector_size(32)));
+	const FN(vi8) l0 = {0, 8, 2, 10, 4, 12, 6, 14}, h0 = {1, 9, 3, 11, 5, 13, 7, 15},
+		      l1 = {0, 1, 8, 9, 4, 5, 12, 13}, h1 = {2, 3, 10, 11, 6, 7, 14, 15},
+		      l2 = {0, 1, 2, 3, 8, 9, 10, 11}, h2 = {4, 5, 6, 7, 12, 13, 14, 15};
+	TR_STAGE(1, l0, h0)
+	TR_STAGE(2, l1, h1)
+	TR_STAGE(4, l2, h2)
+}
+#undef TR_STAGE
+#endif
+
 // transpose writes wt[k*GMR + i] = rp[i][k] for i < m, k < K, and zeros for
 // m <= i < GMR. Rows are float32, or (WH, F16C builds) float16 converted
 // in registers.
@@ -565,6 +588,14 @@ static inline __attribute__((always_inline)) void FN(transposet)(const void *con
 			FN(tr16)(r);
 			for (int c = 0; c < 16; c++) *(FN(vf) *)(wt + (long)(k + c) * GMR + h) = r[c];
 		}
+#elif VW == 8
+	for (; k + 8 <= K; k += 8)
+		for (int h = 0; h < GMR; h += 8) {
+			FN(vf) r[8];
+			for (int i = 0; i < 8; i++) r[i] = h + i < m ? FN(ldw)(rp[h + i], k, WH) : (FN(vf)){0};
+			FN(tr8)(r);
+			for (int c = 0; c < 8; c++) *(FN(vf) *)(wt + (long)(k + c) * GMR + h) = r[c];
+		}
 #endif
 	for (int i = 0; i < m; i++)
 		for (int kk = k; kk < K; kk++) wt[(long)kk * GMR + i] = FN(wat)(rp[i], kk, WH);
@@ -573,7 +604,7 @@ static inline __attribute__((always_inline)) void FN(transposet)(const void *con
 }
 
 static void FN(transpose)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 0); }
-#if defined(HAVE_F16C) && VW == 16 // the one user: gemm's F16 tiles
+#if defined(HAVE_F16C) // the one user: gemm's F16 tiles
 static void FN(transposeh)(const void *const *rp, int m, int K, float *restrict wt) { FN(transposet)(rp, m, K, wt, 1); }
 #endif
 
@@ -633,7 +664,7 @@ static int FN(gemm)(int type, const uint8_t *w, long rowBytes, int K, int r0, in
 		for (int r = g; r < g + ge; r += GMR) {
 			int m = g + ge - r < GMR ? g + ge - r : GMR;
 			const void *rp[GMR];
-#if defined(HAVE_F16C) && VW == 16
+#if defined(HAVE_F16C)
 			if (type == 1) { // F16: converted while transposing
 				for (int i = 0; i < m; i++) rp[i] = w + (long)(r + i) * rowBytes;
 				FN(transposeh)(rp, m, K, wt + (long)(r - g) * K);
@@ -782,7 +813,8 @@ static int FN(tokvec)(const uint8_t *w8, long rowBytes, int K, int r0, int r1, c
 // L1/L2. Returns 0, or -1 for an unknown type / allocation failure.
 // uses_gemm: whether matmul takes the packed GEMM.
 static int FN(uses_gemm)(int type, int K, int n) {
-	return n >= WEFT_GEMM_BIG_N || (VW >= 8 && weft_gemm_short_rows(K, n)) || (VW == 16 && weft_gemm_pays(type, K, n));
+	return n >= WEFT_GEMM_BIG_N || (VW >= 8 && weft_gemm_short_rows(K, n)) || (VW == 16 && weft_gemm_pays(type, K, n)) ||
+	       (VW == 8 && weft_avx2_gemm_pays(n));
 }
 
 // nsel is the token count that picks the kernel (weft_nsel): n, or 1 for

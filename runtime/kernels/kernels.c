@@ -44,7 +44,9 @@ int weft_x86_kernels(void) { return WEFT_X86; }
 // WEFT_I8_MAX_N_K for Q4_K, Q5_K, Q6_K and IQ4_XS: they beat the float kernels
 // several times over for one token and lose from 64, where the float
 // kernels share each dequantized row among more tokens; the K-quants and
-// IQ4_XS, with per-256 activations, hold out longer. AVX-512 VNNI CPUs
+// IQ4_XS, with per-256 activations, hold out longer (on Zen 3 up to
+// WEFT_GEMM_BIG_N, where the other types take the GEMM from
+// WEFT_AVX2_GEMM_N: weft_avx2_zen3). AVX-512 VNNI CPUs
 // take them too below the lane GEMM (IQ4_XS below WEFT_LANE_MIN_N, Q4_K
 // and Q6_K below WEFT_LANE_MIN_N_KQUANT): one FMA
 // per super-block, where the VNNI row kernel scales every 64 columns in
@@ -175,6 +177,23 @@ int weft_gemm_pays(int type, int K, int n) {
 	return n >= (type == 0 ? 96 : 48);
 }
 
+// weft_avx2_zen3: whether the AVX2 build's Zen 3 rules apply: AMD family 25,
+// whose CPUs run that build natively on Zen 3 (Zen 4 when forced to it).
+// There the packed GEMM takes products from WEFT_AVX2_GEMM_N tokens
+// (weft_avx2_gemm_pays) and the per-256 integer row kernels keep the
+// K-quants and IQ4_XS up to WEFT_GEMM_BIG_N (weft_uses_i8). On machine F
+// (AMD EPYC Zen 3, family 25 model 1), one thread, 512 x 768 and 256 x 2048,
+// best of 40-200 calls alternating: the GEMM ran F16 and Q8_0 at 128 tokens
+// at 80-85 GFLOP/s against the float tile's 66-76, and level with it from
+// 24 to 40; the integer kernels ran Q4_K at 128 tokens at 89-97 against the
+// GEMM's 79-82, Q6_K at 91-92 against 62-64, Q5_K and IQ4_XS level or
+// ahead to 159, and the GEMM led from 256. Other AVX2 CPUs keep the
+// thresholds measured on Zen 1 (not measured against these). The figures:
+// BENCHMARKS.md §1 (what bounds the CPU runtime).
+static int weft_avx2_zen3(void) { return weft_amd_family() == 0x19; }
+
+int weft_avx2_gemm_pays(int n) { return n >= WEFT_AVX2_GEMM_N && weft_avx2_zen3(); }
+
 // weft_f16_tokvec_mode: -1 the CPU's rule, 0 or 1 forced (tests).
 static int weft_f16_tokvec_mode = -1;
 
@@ -254,7 +273,7 @@ static int weft_uses_lane(int isa, int type, int K, int n) {
 // integer row kernels of kern_i8.c.
 static int weft_uses_i8(int isa, int type, int K, int n) {
 #if WEFT_X86
-	int maxn = weft_i8_kquant(type) ? WEFT_I8_MAX_N_K : WEFT_I8_MAX_N;
+	int maxn = !weft_i8_kquant(type) ? WEFT_I8_MAX_N : isa == WEFT_AVX2 && weft_avx2_zen3() ? WEFT_GEMM_BIG_N : WEFT_I8_MAX_N_K;
 	if (isa == WEFT_VNNI) // K-quants below the lane GEMM: per-256 activations, one FMA per super-block (Q5_K: vnni_row's)
 		return weft_i8_kquant(type) && type != 13 && n < weft_lane_min_n(type) && weft_i8_ok(type, K);
 	return (isa == WEFT_AVX2 || isa == WEFT_AVX512) && n < maxn && weft_i8_ok(type, K);

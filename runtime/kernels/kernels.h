@@ -122,6 +122,12 @@ enum {
 #ifndef WEFT_I8_MAX_N_K
 #define WEFT_I8_MAX_N_K 48
 #endif
+// On Zen 3 (weft_avx2_gemm_pays) the AVX2 build takes the packed GEMM from
+// WEFT_AVX2_GEMM_N tokens, and keeps those K-quants on the integer row
+// kernels up to WEFT_GEMM_BIG_N.
+#ifndef WEFT_AVX2_GEMM_N
+#define WEFT_AVX2_GEMM_N 48
+#endif
 // From WEFT_GEMM_BIG_N tokens every build takes the packed GEMM.
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
@@ -257,10 +263,11 @@ float weft_stream_sum(int isa, const float *p, long n);
 
 // ---- shared by the translation units ----
 
-// The thresholds' rules (kernels.c): whether the AVX-512 build takes the
-// packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
+// The thresholds' rules (kernels.c): whether the AVX-512 build (and, on
+// Zen 3, the AVX2 build) takes the packed GEMM below WEFT_GEMM_BIG_N; whether short rows take it from a few
 // tokens; how many rows the dot-product kernel dequantizes per tile.
 int weft_gemm_pays(int type, int K, int n);
+int weft_avx2_gemm_pays(int n);
 // weft_f16_tokvec: whether the AVX-512 build takes an F16 product of n
 // tokens of rows of K with the tokens along the vector (body_matmul.h's
 // tokvec); weft_set_f16_tokvec forces it on (1, any n) or off (0) on any
