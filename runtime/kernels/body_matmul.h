@@ -626,6 +626,14 @@ static void FN(gemm_pack)(const float *x, int n, int K, float *xp) {
 			FN(tr16)(v);
 			for (int c = 0; c < 16; c++) memcpy(dst + (long)(k0 + c) * GNT, &v[c], GNT * 4);
 		}
+#elif VW == 8 && GNT <= 8
+		for (; k0 + 8 <= K; k0 += 8) {
+			FN(vf) v[8];
+			for (int t = 0; t < 8; t++)
+				v[t] = t < GNT && p * GNT + t < n ? FN(ld)(x + (long)(p * GNT + t) * K + k0) : (FN(vf)){0};
+			FN(tr8)(v);
+			for (int c = 0; c < 8; c++) memcpy(dst + (long)(k0 + c) * GNT, &v[c], GNT * 4);
+		}
 #endif
 		for (int t = 0; t < GNT; t++) {
 			int tok = p * GNT + t;
@@ -831,8 +839,8 @@ int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1
 	const int fd = (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES && weft_fetch_l2() ? WEFT_ONE_ROW_FETCH : 0;
 #if defined(HAVE_F16C)
 	// F16: converted in registers, no tile (but for AVX2 from WEFT_F16_TILE_N
-	// tokens)
-	if (type == 1 && (VW != 8 || nsel < WEFT_F16_TILE_N)) {
+	// tokens, except on Zen 3: weft_avx2_f16_tile)
+	if (type == 1 && (VW != 8 || !weft_avx2_f16_tile(nsel))) {
 		for (int r = r0; r < r1; r += 64) {
 			int m = r1 - r < 64 ? r1 - r : 64;
 			FN(blockh)((const uint16_t *)(w + (long)r * rowBytes), K, m, x, K, n, K, y + r, ldy, r1 - r, fd);

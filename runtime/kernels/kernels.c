@@ -194,6 +194,16 @@ static int weft_avx2_zen3(void) { return weft_amd_family() == 0x19; }
 
 int weft_avx2_gemm_pays(int n) { return n >= WEFT_AVX2_GEMM_N && weft_avx2_zen3(); }
 
+// weft_avx2_f16_tile: whether the AVX2 build converts F16 rows into the
+// float tile for n tokens (from WEFT_F16_TILE_N) rather than in registers
+// for every group of 3 tokens. Zen 3 does not: there the float tile of 4
+// rows at K = 2048 and more (32 KiB) and the tokens beside it outgrow the
+// 32 KiB L1. Machine F, one thread, best of 30 calls alternating, GFLOP/s
+// in registers against the tile: 512 x 2048 at 8 tokens 65 against 57, 16
+// 69 against 67, 32 72 against 69; 256 x 8192 65 / 55, 68 / 62, 71 / 64;
+// and the GEMM, from WEFT_AVX2_GEMM_N, overtakes both between 40 and 48.
+int weft_avx2_f16_tile(int n) { return n >= WEFT_F16_TILE_N && !weft_avx2_zen3(); }
+
 // weft_f16_tokvec_mode: -1 the CPU's rule, 0 or 1 forced (tests).
 static int weft_f16_tokvec_mode = -1;
 

@@ -156,7 +156,8 @@ enum {
 #ifndef WEFT_GEMM_KC
 #define WEFT_GEMM_KC 128
 #endif
-// WEFT_F16_TILE_N: from this many tokens the AVX2 build converts F16 rows
+// WEFT_F16_TILE_N: from this many tokens the AVX2 build (not on Zen 3:
+// weft_avx2_f16_tile) converts F16 rows
 // into the float tile once instead of in registers per token group;
 // WEFT_F16_TOKVEC_N: from this many tokens (below WEFT_GEMM_BIG_N) the
 // AVX-512 build on Intel's CPUs puts the tokens along the vector
@@ -268,6 +269,7 @@ float weft_stream_sum(int isa, const float *p, long n);
 // tokens; how many rows the dot-product kernel dequantizes per tile.
 int weft_gemm_pays(int type, int K, int n);
 int weft_avx2_gemm_pays(int n);
+int weft_avx2_f16_tile(int n);
 // weft_f16_tokvec: whether the AVX-512 build takes an F16 product of n
 // tokens of rows of K with the tokens along the vector (body_matmul.h's
 // tokvec); weft_set_f16_tokvec forces it on (1, any n) or off (0) on any
