@@ -122,6 +122,12 @@ enum {
 #ifndef WEFT_I8_MAX_N_K
 #define WEFT_I8_MAX_N_K 48
 #endif
+// WEFT_I8_ACT_BYTES: the AVX2 K-quant row kernels' block of tokens, in
+// bytes of int8 activations (kern_i8.c's i8k_rows): a quarter of an L2 of
+// 512 KiB.
+#ifndef WEFT_I8_ACT_BYTES
+#define WEFT_I8_ACT_BYTES (128 << 10)
+#endif
 // On Zen 3 (weft_avx2_gemm_pays) the AVX2 build takes the packed GEMM from
 // WEFT_AVX2_GEMM_N tokens, and keeps those K-quants on the integer row
 // kernels up to WEFT_GEMM_BIG_N.
