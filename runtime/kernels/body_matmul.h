@@ -783,14 +783,30 @@ static inline __attribute__((always_inline)) void FN(tmicro)(const uint16_t *w, 
 
 #define TOKVEC_R1 24
 #define TOKVEC_R2 14
-// tokvec: rows [r0, r1) of the F16 matrix w for n tokens, the tokens along
-// the vector (tmicro): blocks of TOKVEC_R1 rows for one panel at a time,
-// TOKVEC_R2 for two.
-static int FN(tokvec)(const uint8_t *w8, long rowBytes, int K, int r0, int r1, const float *x, int n, float *y, long ldy) {
+// tokvec_panels: the 64-byte aligned start of tpack's panels in a buffer of
+// weft_tokvec_prep_bytes.
+static inline float *FN(tokvec_panels)(void *buf) { return (float *)(((uintptr_t)buf + 63) & ~(uintptr_t)63); }
+
+// tokvec_prep: tpack's panels of n tokens of x into out (weft_tokvec_prep_bytes
+// bytes), once per product job for all its row chunks (WEFT_PREP_TOKVEC).
+void API(tokvec_prep)(const float *x, int n, int K, void *out) { FN(tpack)(x, n, K, FN(tokvec_panels)(out)); }
+
+// tokvec_matmul: rows [r0, r1) of the F16 matrix w for n tokens, the tokens
+// along the vector (tmicro): blocks of TOKVEC_R1 rows for one panel at a
+// time, TOKVEC_R2 for two. prep is tokvec_prep's buffer for x, or NULL:
+// then the panels are packed here.
+int API(tokvec_matmul)(const uint8_t *w8, long rowBytes, int K, int r0, int r1, const float *x, const void *prep, int n,
+		       float *y, long ldy) {
 	int panels = (n + 15) / 16;
-	float *xt = weft_scratch(0, (long)panels * K * 16);
-	if (!xt) return WEFT_ENOMEM;
-	FN(tpack)(x, n, K, xt);
+	const float *xt;
+	if (prep) {
+		xt = FN(tokvec_panels)((void *)prep);
+	} else {
+		float *buf = weft_scratch(0, (long)panels * K * 16);
+		if (!buf) return WEFT_ENOMEM;
+		FN(tpack)(x, n, K, buf);
+		xt = buf;
+	}
 	const long ldw = rowBytes / 2;
 	const uint16_t *w = (const uint16_t *)w8;
 	const int R = panels >= 2 ? TOKVEC_R2 : TOKVEC_R1;
@@ -831,9 +847,6 @@ static int FN(uses_gemm)(int type, int K, int n) {
 // the number of tokens and the tile.
 int API(matmul)(int type, const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, int n, int nsel,
 		      float *y, long ldy) {
-#if defined(HAVE_F16C) && VW == 16
-	if (type == 1 && weft_f16_tokvec(K, nsel)) return FN(tokvec)(w, rowBytes, K, r0, r1, x, n, y, ldy);
-#endif
 	if (FN(uses_gemm)(type, K, nsel)) return FN(gemm)(type, w, rowBytes, K, r0, r1, x, n, y, ldy);
 	// the one-row read's fetch into L2 (blockt), for chunks of 1 MiB or more
 	const int fd = (long)(r1 - r0) * rowBytes >= WEFT_FETCH_L2_BYTES && weft_fetch_l2() ? WEFT_ONE_ROW_FETCH : 0;

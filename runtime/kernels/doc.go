@@ -156,11 +156,13 @@
 //     which matters for small K such as stories260K's 64. From 5 tokens
 //     the tile is 8 KFloats (8 rows of 768), so it stays in L1 while the
 //     tokens stream past it.
-//   - F16 on Intel's AVX-512 cores, 3 to 159 tokens, rows of whole
-//     vectors (weft_f16_tokvec): the tokens along the vector. x is
-//     transposed into panels of 16 tokens ([k][token], one register per
-//     k); a block of 24 rows (14 when two panels go together) is converted
-//     a line (32 columns) at a time into a buffer in L1, and each of its
+//   - F16 on Intel's AVX-512 cores, 3 to 159 tokens, and on Zen 5 from
+//     16 tokens (32 for rows under 1,536), rows of whole vectors
+//     (weft_f16_tokvec): the tokens along the vector. x is transposed
+//     into panels of 16 tokens ([k][token], one register per k), once
+//     per product job (WEFT_PREP_TOKVEC); a block of 24 rows (14 when
+//     two panels go together) is converted a line (32 columns) at a
+//     time into a buffer in L1, and each of its
 //     floats is broadcast from memory into one FMA per panel, so the 24
 //     or 28 accumulators hold a row's tokens: no horizontal sums, no
 //     transposed copy of the rows, and the tokens are read once per row
@@ -183,9 +185,10 @@
 //     the dot kernel, converting rows in registers, keeps it below that
 //     (Zen 4 splits each 512-bit FMA in two; Zen 5 converts and multiplies
 //     fast enough); weft_f16_gemm_from reads the CPU's vendor and family
-//     once. Long F16 rows (K >= 1536) take it from 64 tokens on Zen 5:
-//     there the dot kernel's four rows and four tokens (48 KiB at
-//     K = 2048) fill its whole L1 (on Zen 4 the GEMM lost there too).
+//     once. Long F16 rows (K >= 1536) that are not whole vectors take it
+//     from 64 tokens on Zen 5 (whole vectors: the tokens along the
+//     vector): there the dot kernel's four rows and four tokens (48 KiB
+//     at K = 2048) fill its whole L1 (on Zen 4 the GEMM lost there too).
 //     The other builds, which transpose element by element, take it from
 //     160 tokens. Short rows take it much earlier in the AVX2
 //     and AVX-512 builds: from 4 tokens for K <= 32, 8 for K <= 64 and 24 for K <= 192 (attention's

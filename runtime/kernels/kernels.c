@@ -88,7 +88,8 @@ static int weft_f16_gemm_n, weft_f16_gemm_long_n;
 // Intel's AVX-512 cores take the GEMM from one full 12-token panel
 // (WEFT_F16_GEMM_N), for rows that are not whole vectors: rows of whole
 // vectors put the tokens along the vector from 3 tokens up to
-// WEFT_GEMM_BIG_N instead (weft_f16_tokvec, asked first); AMD from family 25 on (Zen 4, which runs each 512-bit
+// WEFT_GEMM_BIG_N instead (weft_f16_tokvec, asked first, as it is on Zen 5
+// for every row of whole vectors from 16 or 32 tokens); AMD from family 25 on (Zen 4, which runs each 512-bit
 // FMA as two halves, and Zen 5, which converts and multiplies in registers
 // fast enough) keeps the dot kernel below WEFT_GEMM_BIG_N tokens, but Zen 5
 // (family 26 on) takes it for long rows (K >= WEFT_LONG_ROW_K) from
@@ -218,16 +219,29 @@ void weft_set_f16_tokvec(int mode) { __atomic_store_n(&weft_f16_tokvec_mode, mod
 // every 4 rows, and from 24 tokens the GEMM transposed them. On machine C
 // (Intel Xeon, family 6 model 167) the 1B preset decoded 16 sequences in
 // 148-160 ms a step against 255-256, 32 in 240-256 against 440-477, 64 in
-// 529-553 against 728-760 and 3 or 4 in 143-151 against 153-158
-// (BENCHMARKS.md §1, what bounds the CPU runtime). Rows of whole vectors
-// (K a multiple of 16) only. Each (row, token) sum runs over k in order, so its bits differ from
-// the dot kernel's (and batch-invariant products, which pick by one token,
-// never take it). AMD's CPUs keep their rules (not measured with it).
+// 529-553 against 728-760 and 3 or 4 in 143-151 against 153-158.
+// Zen 5 (AMD family 26 on) takes it at every token count from
+// WEFT_F16_TOKVEC_ZEN5_N (16) for long rows (K >= WEFT_LONG_ROW_K) and from
+// WEFT_F16_TOKVEC_ZEN5_SHORT_N (32) for shorter ones, in place of the dot
+// kernel and of the packed GEMM, the panels prepared once per product job
+// (WEFT_PREP_TOKVEC). On machine A (AMD EPYC Zen 5, family 26 model 2),
+// one core, the 1B preset's long rows in the engine's row chunks, it ran
+// 143-208 GFLOP/s where the dot kernel ran 110-160 at 16-32 tokens and the
+// GEMM 76-189 at 64-512; at K = 768 it was level with the dot kernel from
+// 32 tokens (behind below) and ahead of the GEMM from 160. Zen 4 (family
+// 25), which runs each 512-bit FMA as two halves, keeps its rules (not
+// measured with it). The figures: BENCHMARKS.md §1 (what bounds the CPU
+// runtime). Rows of whole vectors (K a multiple of 16) only. Each (row,
+// token) sum runs over k in order, so its bits differ from the dot
+// kernel's (and batch-invariant products, which pick by one token, never
+// take it).
 int weft_f16_tokvec(int K, int n) {
 	if (K % 16) return 0;
 	int mode = __atomic_load_n(&weft_f16_tokvec_mode, __ATOMIC_RELAXED);
 	if (mode >= 0) return mode;
-	return n >= WEFT_F16_TOKVEC_N && n < WEFT_GEMM_BIG_N && weft_amd_family() == 0;
+	unsigned fam = weft_amd_family();
+	if (fam == 0) return n >= WEFT_F16_TOKVEC_N && n < WEFT_GEMM_BIG_N;
+	return fam >= 0x1a && n >= (K >= WEFT_LONG_ROW_K ? WEFT_F16_TOKVEC_ZEN5_N : WEFT_F16_TOKVEC_ZEN5_SHORT_N);
 }
 
 // weft_gemm_short_rows: short rows take the packed GEMM from a few tokens
@@ -323,6 +337,12 @@ int weft_uses_vnni(int isa, int type, int K, int n) {
 #endif
 }
 
+#if WEFT_X86
+// weft_tokvec_prep_bytes: the panels of 16 tokens (zeros past n) of K
+// floats each, and 64 bytes to align their start.
+long weft_tokvec_prep_bytes(int K, int n) { return (long)(n + 15) / 16 * K * 16 * 4 + 64; }
+#endif
+
 int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 	*bytes = 0;
 	int nsel = weft_nsel(&isa, n);
@@ -343,6 +363,10 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 		*bytes = weft_vnni_prep_floats(K, n) * 4;
 		return WEFT_PREP_VNNI;
 	}
+	if (isa >= WEFT_AVX512 && type == 1 && weft_f16_tokvec(K, nsel)) {
+		*bytes = weft_tokvec_prep_bytes(K, n);
+		return WEFT_PREP_TOKVEC;
+	}
 #else
 	(void)isa, (void)type, (void)K, (void)n, (void)nsel;
 #endif
@@ -356,6 +380,7 @@ void weft_prep(int kind, const float *x, int n, int K, void *out) {
 	if (kind == WEFT_PREP_VNNI) weft_vnni_prep(x, n, K, (float *)out);
 	if (kind == WEFT_PREP_I8) weft_i8_prep(x, n, K, (uint8_t *)out);
 	if (kind == WEFT_PREP_I8K) weft_i8k_prep(x, n, K, (uint8_t *)out);
+	if (kind == WEFT_PREP_TOKVEC) weft_tokvec_prep_avx512(x, n, K, out);
 #else
 	(void)kind, (void)x, (void)n, (void)K, (void)out;
 #endif
@@ -388,6 +413,8 @@ static int weft_matmul_in(int isa, int type, const uint8_t *w, long rowBytes, in
 	}
 	if (weft_uses_vnni_rows(isa, type, K, nsel))
 		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
+	if (isa >= WEFT_AVX512 && type == 1 && weft_f16_tokvec(K, nsel))
+		return weft_tokvec_matmul_avx512(w, rowBytes, K, r0, r1, x, prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 #else

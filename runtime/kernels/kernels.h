@@ -60,7 +60,8 @@ enum {
 // panels per chunk, on each worker, so that no worker waits for the caller
 // to pack them.
 // WEFT_PREP_LANE256 is the lane packing with one scale per 256 columns
-// (IQ4_XS).
+// (IQ4_XS). WEFT_PREP_TOKVEC is F16's panels of 16 tokens transposed for
+// the tokens-along-the-vector kernel (weft_f16_tokvec).
 enum {
 	WEFT_PREP_NONE = 0,
 	WEFT_PREP_LANE = 1,
@@ -68,6 +69,7 @@ enum {
 	WEFT_PREP_I8 = 3,
 	WEFT_PREP_I8K = 4,
 	WEFT_PREP_LANE256 = 5,
+	WEFT_PREP_TOKVEC = 6,
 };
 
 // ---- token-count thresholds (kernels.c states the measurements' rules) ----
@@ -134,7 +136,8 @@ enum {
 #ifndef WEFT_AVX2_GEMM_N
 #define WEFT_AVX2_GEMM_N 48
 #endif
-// From WEFT_GEMM_BIG_N tokens every build takes the packed GEMM.
+// From WEFT_GEMM_BIG_N tokens every build takes the packed GEMM (but
+// for F16 on Zen 5: weft_f16_tokvec).
 #ifndef WEFT_GEMM_BIG_N
 #define WEFT_GEMM_BIG_N 160
 #endif
@@ -167,12 +170,21 @@ enum {
 // into the float tile once instead of in registers per token group;
 // WEFT_F16_TOKVEC_N: from this many tokens (below WEFT_GEMM_BIG_N) the
 // AVX-512 build on Intel's CPUs puts the tokens along the vector
-// (weft_f16_tokvec).
+// (weft_f16_tokvec; Zen 5: the two below).
 #ifndef WEFT_F16_TILE_N
 #define WEFT_F16_TILE_N 8
 #endif
 #ifndef WEFT_F16_TOKVEC_N
 #define WEFT_F16_TOKVEC_N 3
+#endif
+// WEFT_F16_TOKVEC_ZEN5_N, WEFT_F16_TOKVEC_ZEN5_SHORT_N: the same on Zen 5,
+// with no upper bound, from this many tokens for rows of K >=
+// WEFT_LONG_ROW_K and for shorter ones (weft_f16_tokvec).
+#ifndef WEFT_F16_TOKVEC_ZEN5_N
+#define WEFT_F16_TOKVEC_ZEN5_N 16
+#endif
+#ifndef WEFT_F16_TOKVEC_ZEN5_SHORT_N
+#define WEFT_F16_TOKVEC_ZEN5_SHORT_N 32
 #endif
 // WEFT_TILE_FLOATS: the dot-product kernel's dequantized weight tile for
 // more than 4 tokens, 32 KiB, so it stays in L1 while the tokens pass it.
@@ -345,6 +357,14 @@ void weft_iq4_set_vbmi(int on);
 #if WEFT_X86
 WEFT_ISA_PROTOS(_avx2)
 WEFT_ISA_PROTOS(_avx512)
+// body_matmul.h's F16 kernel with the tokens along the vector (weft_f16_tokvec),
+// AVX-512 build: weft_tokvec_prep_avx512 writes x's panels of 16 tokens into
+// a buffer of weft_tokvec_prep_bytes, once per product job (WEFT_PREP_TOKVEC);
+// weft_tokvec_matmul_avx512 takes them, or packs its own where prep is NULL.
+long weft_tokvec_prep_bytes(int K, int n);
+void weft_tokvec_prep_avx512(const float *x, int n, int K, void *out);
+int weft_tokvec_matmul_avx512(const uint8_t *w, long rowBytes, int K, int r0, int r1, const float *x, const void *prep,
+			      int n, float *y, long ldy);
 
 // kern_attq8.c: watt_attend_q with int8 K scores (AVX-512 VNNI, hd % 64 ==
 // 0): the queries are quantized per 32 elements, so the result is close to,
