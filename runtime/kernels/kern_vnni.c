@@ -1100,7 +1100,7 @@ static inline __attribute__((always_inline)) void k512_q6k_pair(const uint8_t *r
 // KQ_FOR_PAIRS runs PAIR(NT) for the row pairs of [r0, r1) and ROW(NT) for
 // a last odd row, for tokens t..t+NT-1, eight (ROW: four) tokens at a time, fetching
 // the next pair while this one is computed, as KQ_FOR_ROWS does: all of it
-// as the pair starts, or on Zen 4 (weft_kq_spread_fetch) the pair four rows
+// as the pair starts, or on Zen 4 and 5 (weft_kq_spread_fetch) the pair four rows
 // ahead, spread over the first token group's pass (pf), into L2
 // (prefetcht1): with prefetcht0 the L1's few outstanding misses held one
 // token's Q6_K rows from memory to about 20 GB/s on two threads, with

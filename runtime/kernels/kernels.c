@@ -159,12 +159,15 @@ int weft_fetch_l2(void) { return weft_amd_family() == 0x19; }
 // weft_kq_spread_fetch: whether the 512-bit Q4_K / Q6_K pair kernel
 // (weft_k512_matmul) fetches the pair four rows ahead a super-block's share
 // at a time, into L2 (KQ_FOR_PAIRS in kern_vnni.c), rather than all of the
-// next pair as a pair starts. AMD family 25 (Zen 4: the AVX-512 build runs
-// on no Zen 3) does: there, with the burst, the 1B preset's Q4_K_M decoded
-// one to four sequences 1.2-1.7x slower. Zen 5 and Intel keep the burst,
-// which was not measured against the spread there. The figures:
-// BENCHMARKS.md §1 (what bounds the CPU runtime).
-int weft_kq_spread_fetch(void) { return weft_amd_family() == 0x19; }
+// next pair as a pair starts. AMD from family 25 on (Zen 4: the AVX-512
+// build runs on no Zen 3; Zen 5) does: on Zen 4, with the burst, the 1B
+// preset's Q4_K_M decoded one to four sequences 1.2-1.7x slower; on Zen 5
+// (machine A, family 26 model 2) one sequence decoded at 46.6-57.3 tokens/s
+// against 44.5-52.8 (ahead in 6 of 7 alternating rounds), four at
+// 124.5-134.4 against 93.6-122.4, and synth-110m's Q4_K_M level. Intel
+// keeps the burst, which was not measured against the spread there. The
+// figures: BENCHMARKS.md §1 (what bounds the CPU runtime).
+int weft_kq_spread_fetch(void) { return weft_amd_family() >= 0x19; }
 
 // weft_gemm_pays: the AVX-512 build packs by transposing in registers, so
 // its GEMM pays from WEFT_VNNI_MAX_N tokens for long rows (K >= WEFT_LONG_ROW_K, where
