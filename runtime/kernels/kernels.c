@@ -328,6 +328,13 @@ int weft_act_block(int isa, int type, int K, int n) {
 static int weft_uses_vnni_rows(int isa, int type, int K, int n) {
 	return isa == WEFT_VNNI && n < WEFT_VNNI_MAX_N && weft_vnni_ok(type, K);
 }
+
+// weft_uses_tokvec: whether weft_matmul takes F16 with the tokens along the
+// vector (the AVX-512 build's tokvec, weft_f16_tokvec), on panels that a
+// product job prepares once (WEFT_PREP_TOKVEC).
+static int weft_uses_tokvec(int isa, int type, int K, int n) {
+	return isa >= WEFT_AVX512 && type == 1 && weft_f16_tokvec(K, n);
+}
 #endif
 
 int weft_uses_vnni(int isa, int type, int K, int n) {
@@ -366,7 +373,7 @@ int weft_prep_kind(int isa, int type, int K, int n, long *bytes) {
 		*bytes = weft_vnni_prep_floats(K, n) * 4;
 		return WEFT_PREP_VNNI;
 	}
-	if (isa >= WEFT_AVX512 && type == 1 && weft_f16_tokvec(K, nsel)) {
+	if (weft_uses_tokvec(isa, type, K, nsel)) {
 		*bytes = weft_tokvec_prep_bytes(K, n);
 		return WEFT_PREP_TOKVEC;
 	}
@@ -416,7 +423,7 @@ static int weft_matmul_in(int isa, int type, const uint8_t *w, long rowBytes, in
 	}
 	if (weft_uses_vnni_rows(isa, type, K, nsel))
 		return weft_vnni_matmul(type, w, rowBytes, K, r0, r1, x, (const float *)prep, n, y, ldy);
-	if (isa >= WEFT_AVX512 && type == 1 && weft_f16_tokvec(K, nsel))
+	if (weft_uses_tokvec(isa, type, K, nsel))
 		return weft_tokvec_matmul_avx512(w, rowBytes, K, r0, r1, x, prep, n, y, ldy);
 	if (isa >= WEFT_AVX512) return weft_matmul_avx512(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
 	if (isa == WEFT_AVX2) return weft_matmul_avx2(type, w, rowBytes, K, r0, r1, x, n, nsel, y, ldy);
